@@ -1,0 +1,87 @@
+"""The one exception tree of changewatch.
+
+::
+
+    ChangewatchError
+    ├── ConfigError (ValueError)           a setting or a seen-set/database URL is malformed
+    ├── InvalidURLError (ValueError)       a page URL cannot be canonicalised
+    ├── PageTooLargeError (ValueError)     a page is over the configured size limit
+    ├── StoreError                         the snapshot store failed; nothing was written
+    │   ├── SchemaOutOfDateError           the database schema is behind the code
+    │   └── StoreConflictError             a batch lost too many races in a row
+    └── SeenSetError                       a seen-set file or server failed
+        └── SeenSetUnavailableError        the seen-set server cannot be reached
+
+Every error's message defaults to its class docstring; data travels as attributes
+(``url``, ``reason``, ``retryable``), not only in the text. Adapters translate their
+driver's exceptions into these in one place and chain the original (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+
+class ChangewatchError(Exception):
+    """A changewatch operation failed."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigError(ChangewatchError, ValueError):
+    """A changewatch setting is invalid."""
+
+
+class InvalidURLError(ChangewatchError, ValueError):
+    """A URL could not be canonicalised."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        shown = url if len(url) <= 200 else url[:200] + "…"
+        super().__init__(f"invalid URL {shown!r}: {reason}")
+
+
+class PageTooLargeError(ChangewatchError, ValueError):
+    """A page is larger than the configured limit and was not parsed."""
+
+    def __init__(self, url: str, size: int, limit: int) -> None:
+        self.url = url
+        self.size = size
+        self.limit = limit
+        super().__init__(f"page {url!r} is {size} bytes, over the {limit}-byte limit")
+
+
+class StoreError(ChangewatchError):
+    """The snapshot store failed; the operation wrote nothing."""
+
+    retryable = True
+
+
+class SchemaOutOfDateError(StoreError):
+    """The database schema is not at the version this changewatch needs."""
+
+    retryable = False
+
+    def __init__(self, current: str | None, expected: str) -> None:
+        self.current = current
+        self.expected = expected
+        super().__init__(
+            f"database schema is at revision {current or 'none (empty database)'}, "
+            f"changewatch needs {expected}: run `changewatch db upgrade`"
+        )
+
+
+class StoreConflictError(StoreError):
+    """A batch kept losing races with other workers and was given up; nothing was written."""
+
+
+class SeenSetError(ChangewatchError):
+    """The seen-set failed."""
+
+
+class SeenSetUnavailableError(SeenSetError):
+    """The seen-set server could not be reached."""
+
+    retryable = True

@@ -1,0 +1,89 @@
+"""The snapshot store: SQLAlchemy schema, migrations and every SQL statement.
+
+``open_store(url)`` builds a :class:`SnapshotStore` on SQLite (the embedded default, whose
+schema is created on first use) or Postgres (whose schema must be current: run
+``changewatch db upgrade``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from changewatch.errors import ConfigError
+from changewatch.store.migrate import ensure_current
+from changewatch.store.store import (
+    Change,
+    NewPage,
+    SnapshotStore,
+    StoreTransaction,
+    Touch,
+    WriteConflict,
+    _translate,
+    redact,
+)
+
+__all__ = ["Change", "NewPage", "SnapshotStore", "StoreTransaction", "Touch", "WriteConflict",
+           "create_engine", "open_store", "redact"]
+
+#: Seconds a SQLite writer waits for another writer's lock before failing.
+DEFAULT_SQLITE_BUSY_TIMEOUT_S = 30.0
+
+
+def create_engine(database_url: str) -> sa.Engine:
+    """An engine for a ``sqlite:`` or ``postgresql+psycopg:`` URL, tuned for the store."""
+    try:
+        url = make_url(database_url)
+    except ArgumentError as exc:
+        raise ConfigError(f"database URL {redact(database_url)!r} is malformed") from exc
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ConfigError(f"database URL {redact(database_url)!r}: only sqlite and "
+                          "postgresql are supported")
+    kwargs: dict[str, Any] = {}
+    if backend == "sqlite":
+        kwargs["connect_args"] = {"timeout": DEFAULT_SQLITE_BUSY_TIMEOUT_S}
+    else:
+        kwargs["pool_size"] = 4
+        kwargs["max_overflow"] = 8
+    try:
+        engine = sa.create_engine(url, **kwargs)
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise ConfigError(f"database URL {redact(database_url)!r}: {exc}") from exc
+    if backend == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """WAL lets readers run beside one writer; foreign keys are off by default in SQLite."""
+    cursor = dbapi_connection.cursor()
+    if cursor.execute("PRAGMA database_list").fetchone()[2]:  # a file, not :memory:
+        cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def open_store(database_url: str, *, auto_upgrade: bool | None = None) -> SnapshotStore:
+    """Open the store, creating (SQLite) or checking (Postgres) its schema.
+
+    ``auto_upgrade`` defaults to true on SQLite and false on Postgres, where a schema that
+    is behind raises :class:`~changewatch.errors.SchemaOutOfDateError`.
+    """
+    engine = create_engine(database_url)
+    if auto_upgrade is None:
+        auto_upgrade = engine.dialect.name == "sqlite"
+    try:
+        with _translate(database_url):
+            ensure_current(engine, auto_upgrade=auto_upgrade)
+    except BaseException:
+        engine.dispose()
+        raise
+    return SnapshotStore(engine, database_url)

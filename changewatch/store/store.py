@@ -1,0 +1,323 @@
+"""Every SQL statement of the snapshot store, on SQLite and Postgres.
+
+Writes are optimistic: a batch reads the snapshots it needs, decides in Python, then writes
+with conditions that only hold if nobody else wrote those pages in between —
+``INSERT … ON CONFLICT DO NOTHING`` for new pages, ``UPDATE … WHERE version_count = :seen``
+for known ones. If any condition fails the whole transaction rolls back and
+:class:`WriteConflict` tells the caller to decide again on fresh data. The invariants
+(every call counted once in ``fetch_count``; one ``page_versions`` row per new, changed or
+minor decision) therefore hold under any number of concurrent workers.
+
+Driver exceptions are translated here, in :func:`_translate`, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import bindparam, func
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from changewatch.errors import StoreError
+from changewatch.fingerprint import Fingerprint
+from changewatch.model import Snapshot, Version
+from changewatch.store.tables import page_snapshots, page_versions
+
+__all__ = ["Change", "NewPage", "SnapshotStore", "StoreTransaction", "Touch", "WriteConflict"]
+
+_SNAP = page_snapshots.c
+_VER = page_versions.c
+# SQLSTATEs that mean "another transaction got there first": retry on fresh data.
+_CONFLICT_SQLSTATES = {"40001", "40P01"}
+
+
+class WriteConflict(Exception):  # noqa: N818 - internal control flow, never escapes the package
+    """A conditional write found the page changed by another worker; decide again."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewPage:
+    """Insert a first snapshot and its version 1."""
+
+    url_digest: bytes
+    host: str
+    url: str | None
+    canon_version: int
+    fp: Fingerprint
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """An unchanged fetch: count it, move ``last_seen``, remember the latest raw hash."""
+
+    url_digest: bytes
+    expected_versions: int
+    raw_sha256: bytes
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A changed or minor fetch: replace the snapshot's fingerprint and append a version."""
+
+    url_digest: bytes
+    expected_versions: int
+    fp: Fingerprint
+    kind: str
+    distance: int
+    previous_last_seen: datetime
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+def redact(database_url: str) -> str:
+    """The database URL with its password hidden, for messages and logs."""
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL: show only its scheme
+        return database_url.partition(":")[0] + ":…"
+
+
+@contextlib.contextmanager
+def _translate(database_url: str) -> Iterator[None]:
+    """Turn driver and SQLAlchemy errors into :class:`StoreError` (or a retryable conflict)."""
+    try:
+        yield
+    except DBAPIError as exc:
+        sqlstate = getattr(exc.orig, "sqlstate", None)
+        if sqlstate in _CONFLICT_SQLSTATES:
+            raise WriteConflict(str(sqlstate)) from exc
+        detail = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise StoreError(f"database {redact(database_url)} failed: {detail}") from exc
+    except SQLAlchemyError as exc:
+        raise StoreError(f"database {redact(database_url)} failed: {exc}") from exc
+
+
+class StoreTransaction:
+    """One transaction on the store: read snapshots, then write one batch of decisions."""
+
+    def __init__(self, conn: Connection, dialect: str, database_url: str) -> None:
+        self._conn = conn
+        self._dialect = dialect
+        self._database_url = database_url
+
+    def lookup(self, digests: Sequence[bytes]) -> dict[bytes, Snapshot]:
+        """The stored snapshots of these pages, keyed by URL digest."""
+        if not digests:
+            return {}
+        stmt = sa.select(
+            _SNAP.url_digest, _SNAP.url, _SNAP.raw_sha256, _SNAP.content_sha256, _SNAP.simhash,
+            _SNAP.fingerprint_version, _SNAP.version_count, _SNAP.last_seen,
+        ).where(_SNAP.url_digest.in_(sa.bindparam("digests", expanding=True)))
+        with _translate(self._database_url):
+            rows = self._conn.execute(stmt, {"digests": list(set(digests))}).all()
+        return {bytes(r.url_digest): Snapshot(
+            url_digest=bytes(r.url_digest), url=r.url, raw_sha256=bytes(r.raw_sha256),
+            content_sha256=bytes(r.content_sha256), simhash=r.simhash,
+            fingerprint_version=r.fingerprint_version, version_count=r.version_count,
+            last_seen=r.last_seen,
+        ) for r in rows}
+
+    def find_by_content(self, contents: Sequence[bytes]) -> dict[bytes, str]:
+        """For each normalised-content hash, one stored page with it (URL, or digest hex)."""
+        if not contents:
+            return {}
+        stmt = (
+            sa.select(_SNAP.content_sha256, func.min(_SNAP.url_digest).label("d"))
+            .where(_SNAP.content_sha256.in_(sa.bindparam("contents", expanding=True)))
+            .group_by(_SNAP.content_sha256)
+        )
+        with _translate(self._database_url):
+            rows = self._conn.execute(stmt, {"contents": list(set(contents))}).all()
+            if not rows:
+                return {}
+            urls = dict(self._conn.execute(
+                sa.select(_SNAP.url_digest, _SNAP.url).where(
+                    _SNAP.url_digest.in_(sa.bindparam("d", expanding=True))),
+                {"d": [r.d for r in rows]},
+            ).tuples().all())
+        return {bytes(r.content_sha256): urls.get(r.d) or bytes(r.d).hex() for r in rows}
+
+    def write(
+        self,
+        now: datetime,
+        new: Sequence[NewPage] = (),
+        touches: Sequence[Touch] = (),
+        changes: Sequence[Change] = (),
+    ) -> None:
+        """Apply one batch of decisions; :class:`WriteConflict` if any page moved meanwhile."""
+        with _translate(self._database_url):
+            if new:
+                self._insert_new(now, new)
+            if touches:
+                self._touch(now, touches)
+            if changes:
+                self._change(now, changes)
+
+    def _insert_new(self, now: datetime, pages: Sequence[NewPage]) -> None:
+        insert = (sa.dialects.postgresql.insert if self._dialect == "postgresql"
+                  else sa.dialects.sqlite.insert)
+        stmt = insert(page_snapshots).on_conflict_do_nothing(
+            index_elements=[_SNAP.url_digest]).returning(_SNAP.url_digest)
+        rows = [{
+            "url_digest": p.url_digest, "host": p.host, "url": p.url,
+            "canon_version": p.canon_version, "fingerprint_version": p.fp.version,
+            "raw_sha256": p.fp.raw_sha256, "content_sha256": p.fp.content_sha256,
+            "simhash": p.fp.simhash, "text_length": p.fp.text_length,
+            "first_seen": now, "last_seen": now, "last_changed": now,
+            "version_count": 1, "fetch_count": 1, "etag": p.etag,
+            "last_modified": p.last_modified,
+        } for p in pages]
+        inserted = self._conn.execute(stmt, rows).scalars().all()
+        if len(inserted) != len(pages):
+            raise WriteConflict("a new page was inserted by another worker")
+        self._conn.execute(sa.insert(page_versions), [
+            _version_row(p.url_digest, 1, "new", None, p.fp, now) for p in pages
+        ])
+
+    def _touch(self, now: datetime, touches: Sequence[Touch]) -> None:
+        stmt = (
+            sa.update(page_snapshots)
+            .where(_SNAP.url_digest == bindparam("b_digest"),
+                   _SNAP.version_count == bindparam("b_expected"))
+            .values(
+                last_seen=bindparam("b_now"),
+                fetch_count=_SNAP.fetch_count + 1,
+                raw_sha256=bindparam("b_raw"),
+                etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
+                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text),
+                                            _SNAP.last_modified),
+            )
+        )
+        params = [{"b_digest": t.url_digest, "b_expected": t.expected_versions, "b_now": now,
+                   "b_raw": t.raw_sha256, "b_etag": t.etag, "b_lm": t.last_modified}
+                  for t in touches]
+        self._expect_rows(stmt, params)
+
+    def _change(self, now: datetime, changes: Sequence[Change]) -> None:
+        stmt = (
+            sa.update(page_snapshots)
+            .where(_SNAP.url_digest == bindparam("b_digest"),
+                   _SNAP.version_count == bindparam("b_expected"))
+            .values(
+                last_seen=bindparam("b_now"), last_changed=bindparam("b_now"),
+                fetch_count=_SNAP.fetch_count + 1, version_count=_SNAP.version_count + 1,
+                raw_sha256=bindparam("b_raw"), content_sha256=bindparam("b_content"),
+                simhash=bindparam("b_simhash", type_=page_snapshots.c.simhash.type),
+                text_length=bindparam("b_length"), fingerprint_version=bindparam("b_fpv"),
+                etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
+                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text),
+                                            _SNAP.last_modified),
+            )
+        )
+        self._expect_rows(stmt, [{
+            "b_digest": c.url_digest, "b_expected": c.expected_versions, "b_now": now,
+            "b_raw": c.fp.raw_sha256, "b_content": c.fp.content_sha256,
+            "b_simhash": c.fp.simhash, "b_length": c.fp.text_length, "b_fpv": c.fp.version,
+            "b_etag": c.etag, "b_lm": c.last_modified,
+        } for c in changes])
+        # The superseded version was last seen at the snapshot's previous last_seen.
+        self._conn.execute(
+            sa.update(page_versions)
+            .where(_VER.url_digest == bindparam("b_digest"),
+                   _VER.version_no == bindparam("b_version"))
+            .values(last_seen=bindparam("b_prev")),
+            [{"b_digest": c.url_digest, "b_version": c.expected_versions,
+              "b_prev": c.previous_last_seen} for c in changes],
+        )
+        self._conn.execute(sa.insert(page_versions), [
+            _version_row(c.url_digest, c.expected_versions + 1, c.kind, c.distance, c.fp, now)
+            for c in changes
+        ])
+
+    def _expect_rows(self, stmt: Any, params: list[dict[str, Any]]) -> None:
+        result = self._conn.execute(stmt, params)
+        if result.rowcount != len(params):
+            raise WriteConflict("a page was changed by another worker")
+
+
+def _version_row(
+    digest: bytes, number: int, kind: str, distance: int | None, fp: Fingerprint, now: datetime
+) -> dict[str, Any]:
+    return {
+        "url_digest": digest, "version_no": number, "kind": kind, "distance": distance,
+        "raw_sha256": fp.raw_sha256, "content_sha256": fp.content_sha256,
+        "simhash": fp.simhash, "fingerprint_version": fp.version,
+        "text_length": fp.text_length, "first_seen": now, "last_seen": now,
+    }
+
+
+class SnapshotStore:
+    """The snapshot store over one SQLAlchemy engine (SQLite or Postgres)."""
+
+    def __init__(self, engine: Engine, database_url: str) -> None:
+        self.engine = engine
+        self.database_url = database_url
+        self.dialect = engine.dialect.name
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[StoreTransaction]:
+        """A transaction that commits on success and rolls back on any exception."""
+        with _translate(self.database_url), self.engine.begin() as conn:
+            yield StoreTransaction(conn, self.dialect, self.database_url)
+
+    def history(self, digest: bytes) -> list[Version]:
+        """Every version of a page, oldest first; the current one ends at the last fetch."""
+        stmt = (
+            sa.select(page_versions, _SNAP.last_seen.label("snapshot_last_seen"),
+                      _SNAP.version_count)
+            .join(page_snapshots, _SNAP.url_digest == _VER.url_digest)
+            .where(_VER.url_digest == digest)
+            .order_by(_VER.version_no)
+        )
+        with _translate(self.database_url), self.engine.connect() as conn:
+            rows = conn.execute(stmt).all()
+        return [Version(
+            version=r.version_no, kind=r.kind, distance=r.distance,
+            content_sha256=bytes(r.content_sha256), raw_sha256=bytes(r.raw_sha256),
+            simhash=r.simhash, text_length=r.text_length, first_seen=r.first_seen,
+            last_seen=r.snapshot_last_seen if r.version_no == r.version_count else r.last_seen,
+        ) for r in rows]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts across the store, for ``changewatch stats``."""
+        with _translate(self.database_url), self.engine.connect() as conn:
+            snap = conn.execute(sa.select(
+                func.count().label("pages"),
+                func.count(func.distinct(_SNAP.host)).label("hosts"),
+                func.coalesce(func.sum(_SNAP.fetch_count), 0).label("fetches"),
+                func.min(_SNAP.first_seen).label("first_seen"),
+                func.max(_SNAP.last_seen).label("last_seen"),
+            )).one()
+            kinds = dict(conn.execute(
+                sa.select(_VER.kind, func.count()).group_by(_VER.kind)).tuples().all())
+        first = page_snapshots.c.first_seen.type
+        fetches = int(snap.fetches)
+        versions = sum(kinds.values())
+        return {
+            "pages": snap.pages,
+            "hosts": snap.hosts,
+            "fetches": fetches,
+            "versions": versions,
+            "new": kinds.get("new", 0),
+            "changed": kinds.get("changed", 0),
+            "minor": kinds.get("minor", 0),
+            "unchanged": fetches - versions,
+            "first_seen": first.process_result_value(snap.first_seen, self.engine.dialect)
+            if isinstance(snap.first_seen, str) else snap.first_seen,
+            "last_seen": first.process_result_value(snap.last_seen, self.engine.dialect)
+            if isinstance(snap.last_seen, str) else snap.last_seen,
+        }
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()

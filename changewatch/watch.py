@@ -1,0 +1,333 @@
+"""``ChangeWatch``: canonicalise, fingerprint, seen-set and snapshot store, composed.
+
+The decision flow (DESIGN.md, "One page, end to end"), cheapest step first:
+
+1. raw-bytes SHA-256 equals the stored one → ``unchanged`` (no HTML parsed at all);
+2. normalised-text SHA-256 equals the stored one → ``unchanged`` (the new raw hash is kept,
+   so the next identical re-render takes step 1);
+3. no stored row → ``new`` (``duplicate_of`` names another URL with the same content);
+4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed``.
+
+A batch reads its snapshots in one query and writes in one transaction. Writes are
+conditional on what was read (see :mod:`changewatch.store.store`); a batch that loses a
+race with another worker is rolled back and decided again on fresh data, so concurrent
+workers never lose a count or duplicate a version.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from changewatch.config import (
+    DEFAULT_MAX_PAGE_BYTES,
+    DEFAULT_MINOR_DISTANCE,
+    Settings,
+    UrlPolicy,
+    check_settings,
+    load_settings,
+)
+from changewatch.errors import PageTooLargeError, StoreConflictError
+from changewatch.fingerprint import FINGERPRINT_VERSION, Fingerprint, fingerprint, hamming
+from changewatch.fingerprint import raw_sha256 as hash_raw
+from changewatch.model import Decision, Version
+from changewatch.seen import SeenSet, open_seen_set
+from changewatch.store import Change, NewPage, SnapshotStore, Touch, WriteConflict, open_store
+from changewatch.urls import CANON_VERSION, canonicalise, digest_canonical, strip_query, url_host
+
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "ChangeWatch", "should_parse"]
+
+log = logging.getLogger("changewatch")
+
+#: Times a batch is decided again after losing a race before StoreConflictError.
+DEFAULT_MAX_ATTEMPTS = 10
+
+Html = str | bytes
+
+
+@dataclass(slots=True)
+class _Page:
+    """One page of a batch, validated, with what is known of it so far."""
+
+    url: str
+    digest: bytes
+    html: Html
+    raw: bytes
+    content_type: str | None
+    etag: str | None
+    last_modified: str | None
+    fp: Fingerprint | None = None
+
+
+class ChangeWatch:
+    """Decides, per fetched page, whether it needs parsing, and records the history.
+
+    ``database_url`` and ``seen_url`` name the store and the seen-set; pass ``store=`` or
+    ``seen=`` instead to hand in adapters built elsewhere. ``clock`` returns the current
+    UTC time (tests pass a fixed one). The seen-set is opened on the first ``mark_seen``.
+    """
+
+    def __init__(
+        self,
+        database_url: str | None = None,
+        seen_url: str | None = None,
+        *,
+        store: SnapshotStore | None = None,
+        seen: SeenSet | None = None,
+        minor_distance: int = DEFAULT_MINOR_DISTANCE,
+        max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
+        url_policy: UrlPolicy = "full",
+        clock: Callable[[], datetime] | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        check_settings(minor_distance, max_page_bytes, url_policy)
+        defaults = Settings()
+        self._seen_url = seen_url or defaults.seen_url
+        self._seen = seen
+        self._seen_lock = threading.Lock()
+        self._store = store or open_store(database_url or defaults.database_url)
+        self.minor_distance = minor_distance
+        self.max_page_bytes = max_page_bytes
+        self.url_policy = url_policy
+        self._clock = clock or _utcnow
+        self._max_attempts = max_attempts
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> ChangeWatch:
+        """Build from ``CHANGEWATCH_*`` environment variables (see :mod:`changewatch.config`)."""
+        settings = load_settings()
+        kwargs: dict[str, Any] = {
+            "database_url": settings.database_url,
+            "seen_url": settings.seen_url,
+            "minor_distance": settings.minor_distance,
+            "max_page_bytes": settings.max_page_bytes,
+            "url_policy": settings.url_policy,
+        }
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+    @property
+    def store(self) -> SnapshotStore:
+        """The snapshot store adapter."""
+        return self._store
+
+    @property
+    def seen(self) -> SeenSet:
+        """The seen-set adapter, opened on first use."""
+        if self._seen is None:
+            with self._seen_lock:
+                if self._seen is None:
+                    self._seen = open_seen_set(self._seen_url)
+        return self._seen
+
+    # -- enqueue time -------------------------------------------------------------------
+
+    def mark_seen(self, url: str) -> bool:
+        """Add a URL to the seen-set; True when it is new (enqueue it)."""
+        return self.seen.add(digest_canonical(canonicalise(url)))
+
+    def mark_seen_many(self, urls: Iterable[str]) -> list[bool]:
+        """``mark_seen`` for several URLs; every URL is validated before any is added."""
+        digests = [digest_canonical(canonicalise(url)) for url in urls]
+        return self.seen.add_many(digests)
+
+    # -- fetch time ---------------------------------------------------------------------
+
+    def should_parse(
+        self,
+        url: str,
+        html: Html,
+        *,
+        content_type: str | None = None,
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> Decision:
+        """Decide whether a fetched page needs parsing, and record the fetch.
+
+        ``html`` is the body as ``str`` or ``bytes`` (any encoding; ``content_type`` is the
+        HTTP header, used for its charset). Raises ``InvalidURLError`` for a bad URL,
+        ``TypeError`` for a body that is neither, ``PageTooLargeError`` above
+        ``max_page_bytes``, ``StoreError`` when the store fails; nothing is written then.
+        """
+        page = self._prepare(url, html, content_type, etag, last_modified)
+        return self._decide_batch([page])[0]
+
+    def should_parse_many(self, pages: Iterable[tuple[str, Html]]) -> list[Decision]:
+        """``should_parse`` for a batch: one lookup query and one write transaction.
+
+        Answers equal those of one-by-one calls in order, including a URL that appears
+        twice. Every page is validated first; a failing batch writes nothing.
+        """
+        prepared = [self._prepare(url, html, None, None, None) for url, html in pages]
+        # A URL repeated within the batch is decided after its earlier occurrence.
+        rounds: list[list[int]] = []
+        occurrences: dict[bytes, int] = {}
+        for index, page in enumerate(prepared):
+            n = occurrences.get(page.digest, 0)
+            occurrences[page.digest] = n + 1
+            if n == len(rounds):
+                rounds.append([])
+            rounds[n].append(index)
+        decisions: list[Decision | None] = [None] * len(prepared)
+        for indices in rounds:
+            for index, decision in zip(
+                indices, self._decide_batch([prepared[i] for i in indices]), strict=True
+            ):
+                decisions[index] = decision
+        return [d for d in decisions if d is not None]
+
+    def history(self, url: str) -> list[Version]:
+        """Every stored version of a page, oldest first (empty if never stored)."""
+        return self._store.history(digest_canonical(canonicalise(url)))
+
+    def stats(self) -> dict[str, Any]:
+        """Store counters, and the seen-set's figures if it has been opened."""
+        result = self._store.stats()
+        if self._seen is not None:
+            result["seen"] = dict(self._seen.stats())
+        return result
+
+    def close(self) -> None:
+        """Persist the seen-set and release every connection."""
+        try:
+            if self._seen is not None:
+                self._seen.close()
+        finally:
+            self._store.close()
+
+    def __enter__(self) -> ChangeWatch:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _prepare(self, url: str, html: Html, content_type: str | None, etag: str | None,
+                 last_modified: str | None) -> _Page:
+        if not isinstance(html, str | bytes):
+            raise TypeError(f"html must be str or bytes, not {type(html).__name__}")
+        canonical = canonicalise(url)
+        size = len(html) if isinstance(html, bytes) else len(html.encode("utf-8", "surrogatepass"))
+        if size > self.max_page_bytes:
+            raise PageTooLargeError(canonical, size, self.max_page_bytes)
+        return _Page(canonical, digest_canonical(canonical), html, hash_raw(html), content_type,
+                     etag, last_modified)
+
+    def _stored_url(self, canonical: str) -> str | None:
+        if self.url_policy == "full":
+            return canonical
+        if self.url_policy == "no-query":
+            return strip_query(canonical)
+        return None
+
+    def _fingerprint(self, page: _Page) -> Fingerprint:
+        if page.fp is None:
+            page.fp = fingerprint(page.html, page.content_type)
+        return page.fp
+
+    def _decide_batch(self, pages: Sequence[_Page]) -> list[Decision]:
+        for attempt in range(self._max_attempts):
+            try:
+                return self._attempt(pages)
+            except WriteConflict:
+                log.debug("batch of %d lost a race (attempt %d); deciding again",
+                          len(pages), attempt + 1)
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311 - jitter
+        raise StoreConflictError(
+            f"a batch of {len(pages)} page(s) lost {self._max_attempts} races in a row "
+            "with other workers; nothing was written"
+        )
+
+    def _attempt(self, pages: Sequence[_Page]) -> list[Decision]:
+        now = self._clock()
+        with self._store.transaction() as tx:
+            snapshots = tx.lookup([p.digest for p in pages])
+            decisions: list[Decision] = []
+            new: list[NewPage] = []
+            touches: list[Touch] = []
+            changes: list[Change] = []
+            for page in pages:
+                snap = snapshots.get(page.digest)
+                if snap is None:
+                    fp = self._fingerprint(page)
+                    new.append(NewPage(page.digest, url_host(page.url), self._stored_url(page.url),
+                                       CANON_VERSION, fp, page.etag, page.last_modified))
+                    decisions.append(Decision("new", page.url, page.digest, fp.content_sha256,
+                                              fp.simhash, path="new"))
+                    continue
+                if snap.raw_sha256 == page.raw and snap.fingerprint_version == FINGERPRINT_VERSION:
+                    touches.append(Touch(page.digest, snap.version_count, page.raw, page.etag,
+                                         page.last_modified))
+                    decisions.append(Decision("unchanged", page.url, page.digest,
+                                              snap.content_sha256, snap.simhash, distance=0,
+                                              path="raw", version=snap.version_count))
+                    continue
+                fp = self._fingerprint(page)
+                if fp.content_sha256 == snap.content_sha256:
+                    touches.append(Touch(page.digest, snap.version_count, page.raw, page.etag,
+                                         page.last_modified))
+                    decisions.append(Decision("unchanged", page.url, page.digest,
+                                              fp.content_sha256, fp.simhash, distance=0,
+                                              path="normalised", version=snap.version_count))
+                    continue
+                distance = hamming(fp.simhash, snap.simhash)
+                kind = "minor" if distance <= self.minor_distance else "changed"
+                changes.append(Change(page.digest, snap.version_count, fp, kind, distance,
+                                      snap.last_seen, page.etag, page.last_modified))
+                decisions.append(Decision(kind, page.url, page.digest, fp.content_sha256,
+                                          fp.simhash, distance=distance, path="simhash",
+                                          version=snap.version_count + 1))
+            if new:
+                decisions = self._with_duplicates(tx.find_by_content(
+                    [n.fp.content_sha256 for n in new]), decisions)
+            tx.write(now, new, touches, changes)
+        for decision in decisions:
+            log.debug("decision kind=%s path=%s distance=%s", decision.kind, decision.path,
+                      decision.distance)
+        return decisions
+
+    def _with_duplicates(self, stored: dict[bytes, str],
+                         decisions: list[Decision]) -> list[Decision]:
+        """Fill ``duplicate_of`` for new pages: stored pages first, then earlier in the batch."""
+        earlier: dict[bytes, str] = {}
+        out = []
+        for d in decisions:
+            if d.kind == "new":
+                other = stored.get(d.content_sha256) or earlier.get(d.content_sha256)
+                earlier.setdefault(d.content_sha256, self._stored_url(d.url) or d.url_digest.hex())
+                if other is not None:
+                    d = Decision(d.kind, d.url, d.url_digest, d.content_sha256, d.simhash,
+                                 duplicate_of=other, path=d.path)
+            out.append(d)
+        return out
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+_default: ChangeWatch | None = None
+_default_lock = threading.Lock()
+
+
+def should_parse(url: str, html: Html, **kwargs: Any) -> Decision:
+    """``ChangeWatch.from_env().should_parse(url, html)`` on one shared instance.
+
+    The instance is built on first call from ``CHANGEWATCH_*`` variables and lives for the
+    process; build a :class:`ChangeWatch` yourself to control its lifetime.
+    """
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = ChangeWatch.from_env()
+    return _default.should_parse(url, html, **kwargs)
