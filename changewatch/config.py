@@ -1,17 +1,16 @@
 """Settings, and the only reader of ``os.environ`` in changewatch.
 
-=============================== ============================================ ==================
-variable                        meaning                                      default
-=============================== ============================================ ==================
-``CHANGEWATCH_DATABASE_URL``    snapshot store (``sqlite:///…`` or            ``sqlite:///changewatch.db``
-                                ``postgresql+psycopg://…``)
-``CHANGEWATCH_SEEN_URL``        seen-set (``memory:``, ``file:PATH``)         ``file:changewatch.seen``
-``CHANGEWATCH_MINOR_DISTANCE``  SimHash bits at or under which a change is    ``3``
-                                ``minor``
-``CHANGEWATCH_MAX_PAGE_BYTES``  pages larger than this are refused            ``10485760`` (10 MiB)
-``CHANGEWATCH_URL_POLICY``      what of a URL is stored: ``full``,            ``full``
-                                ``no-query`` or ``none``
-=============================== ============================================ ==================
+``CHANGEWATCH_DATABASE_URL``
+    the snapshot store, ``sqlite:///PATH`` or ``postgresql+psycopg://…``;
+    default ``sqlite:///changewatch.db`` (a file in the working directory)
+``CHANGEWATCH_SEEN_URL``
+    the seen-set, ``memory:`` or ``file:PATH``; default ``file:changewatch.seen``
+``CHANGEWATCH_MINOR_DISTANCE``
+    SimHash bits at or under which a change is ``minor``; default ``3``
+``CHANGEWATCH_MAX_PAGE_BYTES``
+    pages larger than this are refused before parsing; default ``10485760`` (10 MiB)
+``CHANGEWATCH_URL_POLICY``
+    what of a URL the store keeps: ``full``, ``no-query`` or ``none``; default ``full``
 """
 
 from __future__ import annotations
@@ -58,17 +57,22 @@ class Settings:
 
 def check_settings(minor_distance: int, max_page_bytes: int, url_policy: str) -> None:
     """Raise :class:`ConfigError` naming the first invalid setting."""
-    if isinstance(minor_distance, bool) or not isinstance(minor_distance, int) or not (
-        0 <= minor_distance <= 64
+    if (
+        isinstance(minor_distance, bool)
+        or not isinstance(minor_distance, int)
+        or not (0 <= minor_distance <= 64)
     ):
         raise ConfigError(f"minor_distance must be an integer from 0 to 64, got {minor_distance!r}")
-    if isinstance(max_page_bytes, bool) or not isinstance(max_page_bytes, int) or (
-        max_page_bytes <= 0
+    if (
+        isinstance(max_page_bytes, bool)
+        or not isinstance(max_page_bytes, int)
+        or (max_page_bytes <= 0)
     ):
         raise ConfigError(f"max_page_bytes must be a positive integer, got {max_page_bytes!r}")
     if url_policy not in URL_POLICIES:
-        raise ConfigError(f"url_policy must be one of {', '.join(URL_POLICIES)}, "
-                          f"got {url_policy!r}")
+        raise ConfigError(
+            f"url_policy must be one of {', '.join(URL_POLICIES)}, got {url_policy!r}"
+        )
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -124,10 +124,10 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
     """
     if isinstance(html, str):
         return html
-    for bom, encoding in _BOMS:
+    for bom, bom_encoding in _BOMS:
         if html.startswith(bom):
-            return html[len(bom) :].decode(encoding, "replace")
-    encoding = None
+            return html[len(bom) :].decode(bom_encoding, "replace")
+    encoding: str | None = None
     if content_type:
         match = _HEADER_CHARSET_RE.search(content_type)
         if match:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
+from urllib.parse import unquote
 
 from changewatch.errors import InvalidURLError
 
@@ -77,15 +78,14 @@ _DEFAULT_PORTS = {"http": "80", "https": "443"}
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # C0 controls and DEL; tab, LF and CR are removed first (WHATWG "remove all ASCII tab or newline").
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-# Code points WHATWG forbids in a host (host parser, "forbidden host code point"), plus "%"
-# which may only appear as a percent-escape decoded before the check.
-_FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\"`{}]")
+# Code points WHATWG forbids in a domain (host parser, "forbidden domain code point": C0
+# controls, DEL, space, "%" and #/:<>?@[\]^|), plus "`{} which RFC 3986 cannot hold in a host.
+_FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20\x7f#%/:<>?@\[\\\]^|\"`{}]")
 _LABEL_RE = re.compile(r"[a-z0-9_\-]+")
 # Characters kept literally in a canonical path or query: RFC 3986 unreserved + reserved.
 # Everything else is percent-encoded as UTF-8.
 _SAFE_CHARS = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
-    ":/?#[]@!$&'()*+,;="
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;="
 )
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PLAIN_PATH_RE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
@@ -108,8 +108,10 @@ def canonicalise(url: str, *, max_length: int = DEFAULT_MAX_URL_LENGTH) -> str:
         raise TypeError(f"url must be str, not {type(url).__name__}")
     if len(url) > max_length:
         raise InvalidURLError(url, f"longer than {max_length} characters")
-    text = url.strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12"
-                     "\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+    text = url.strip(
+        "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12"
+        "\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f "
+    )
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.replace("\t", "").replace("\n", "").replace("\r", "")
     if not text:
@@ -157,7 +159,7 @@ def url_digest(url: str, *, max_length: int = DEFAULT_MAX_URL_LENGTH) -> bytes:
     ``hash()``), so it can key a shared store and a persisted seen-set.
 
     >>> url_digest("http://example.com/").hex()
-    '2ac6ad0e1f6ffd8d2d1d1a7d30d79c0d'
+    '9aba6a18c5a5d94534a3b99c485d4547'
     """
     return digest_canonical(canonicalise(url, max_length=max_length))
 
@@ -221,7 +223,8 @@ def _canonical_host(url: str, host: str) -> str:
         except ValueError:
             raise InvalidURLError(url, f"invalid IPv6 address {host!r}") from None
     if "%" in host:
-        host = _PERCENT_RE.sub(lambda m: chr(int(m.group(1), 16)), host)
+        # WHATWG host parsing: percent-decode to bytes, then UTF-8 decode (U+FFFD on error).
+        host = unquote(host, errors="replace")
         if "%" in host:
             raise InvalidURLError(url, "invalid percent-encoding in host")
     host = host.lower()
@@ -229,7 +232,9 @@ def _canonical_host(url: str, host: str) -> str:
         try:
             host = host.encode("idna").decode("ascii")
         except UnicodeError:
-            raise InvalidURLError(url, f"host {host!r} is not a valid internationalised name") from None
+            raise InvalidURLError(
+                url, f"host {host!r} is not a valid internationalised name"
+            ) from None
     if host.endswith("."):
         host = host[:-1]
     if not host:
@@ -310,13 +315,15 @@ def _normalise_escapes(text: str, keep: frozenset[str] = frozenset()) -> str:
 
 
 def _canonical_path(path: str) -> str:
-    """Normalise escapes, collapse repeated slashes and remove dot segments."""
+    """Normalise escapes, remove dot segments and collapse repeated slashes."""
     if not _PLAIN_PATH_RE.fullmatch(path):
         path = _normalise_escapes(path, keep=frozenset("?#"))
-    if "//" in path:
-        path = re.sub(r"/{2,}", "/", path)
+    # Dot segments first, counting empty segments as WHATWG does ("/a/b//.." is "/a/b/"),
+    # so that collapsing "//" afterwards cannot change which segment ".." removes.
     if "." in path:
         path = _remove_dot_segments(path)
+    if "//" in path:
+        path = re.sub(r"/{2,}", "/", path)
     return path or "/"
 
 

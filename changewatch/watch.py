@@ -37,7 +37,7 @@ from changewatch.config import (
 from changewatch.errors import PageTooLargeError, StoreConflictError
 from changewatch.fingerprint import FINGERPRINT_VERSION, Fingerprint, fingerprint, hamming
 from changewatch.fingerprint import raw_sha256 as hash_raw
-from changewatch.model import Decision, Version
+from changewatch.model import Decision, DecisionKind, Version
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.store import Change, NewPage, SnapshotStore, Touch, WriteConflict, open_store
 from changewatch.urls import CANON_VERSION, canonicalise, digest_canonical, strip_query, url_host
@@ -205,22 +205,39 @@ class ChangeWatch:
     def __enter__(self) -> ChangeWatch:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # -- internals ----------------------------------------------------------------------
 
-    def _prepare(self, url: str, html: Html, content_type: str | None, etag: str | None,
-                 last_modified: str | None) -> _Page:
+    def _prepare(
+        self,
+        url: str,
+        html: Html,
+        content_type: str | None,
+        etag: str | None,
+        last_modified: str | None,
+    ) -> _Page:
         if not isinstance(html, str | bytes):
             raise TypeError(f"html must be str or bytes, not {type(html).__name__}")
         canonical = canonicalise(url)
         size = len(html) if isinstance(html, bytes) else len(html.encode("utf-8", "surrogatepass"))
         if size > self.max_page_bytes:
             raise PageTooLargeError(canonical, size, self.max_page_bytes)
-        return _Page(canonical, digest_canonical(canonical), html, hash_raw(html), content_type,
-                     etag, last_modified)
+        return _Page(
+            canonical,
+            digest_canonical(canonical),
+            html,
+            hash_raw(html),
+            content_type,
+            etag,
+            last_modified,
+        )
 
     def _stored_url(self, canonical: str) -> str | None:
         if self.url_policy == "full":
@@ -239,9 +256,10 @@ class ChangeWatch:
             try:
                 return self._attempt(pages)
             except WriteConflict:
-                log.debug("batch of %d lost a race (attempt %d); deciding again",
-                          len(pages), attempt + 1)
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311 - jitter
+                log.debug(
+                    "batch of %d lost a race (attempt %d); deciding again", len(pages), attempt + 1
+                )
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # jitter, not security
         raise StoreConflictError(
             f"a batch of {len(pages)} page(s) lost {self._max_attempts} races in a row "
             "with other workers; nothing was written"
@@ -259,44 +277,105 @@ class ChangeWatch:
                 snap = snapshots.get(page.digest)
                 if snap is None:
                     fp = self._fingerprint(page)
-                    new.append(NewPage(page.digest, url_host(page.url), self._stored_url(page.url),
-                                       CANON_VERSION, fp, page.etag, page.last_modified))
-                    decisions.append(Decision("new", page.url, page.digest, fp.content_sha256,
-                                              fp.simhash, path="new"))
+                    new.append(
+                        NewPage(
+                            page.digest,
+                            url_host(page.url),
+                            self._stored_url(page.url),
+                            CANON_VERSION,
+                            fp,
+                            page.etag,
+                            page.last_modified,
+                        )
+                    )
+                    decisions.append(
+                        Decision(
+                            "new", page.url, page.digest, fp.content_sha256, fp.simhash, path="new"
+                        )
+                    )
                     continue
                 if snap.raw_sha256 == page.raw and snap.fingerprint_version == FINGERPRINT_VERSION:
-                    touches.append(Touch(page.digest, snap.version_count, page.raw, page.etag,
-                                         page.last_modified))
-                    decisions.append(Decision("unchanged", page.url, page.digest,
-                                              snap.content_sha256, snap.simhash, distance=0,
-                                              path="raw", version=snap.version_count))
+                    touches.append(
+                        Touch(
+                            page.digest, snap.version_count, page.raw, page.etag, page.last_modified
+                        )
+                    )
+                    decisions.append(
+                        Decision(
+                            "unchanged",
+                            page.url,
+                            page.digest,
+                            snap.content_sha256,
+                            snap.simhash,
+                            distance=0,
+                            path="raw",
+                            version=snap.version_count,
+                        )
+                    )
                     continue
                 fp = self._fingerprint(page)
                 if fp.content_sha256 == snap.content_sha256:
-                    touches.append(Touch(page.digest, snap.version_count, page.raw, page.etag,
-                                         page.last_modified))
-                    decisions.append(Decision("unchanged", page.url, page.digest,
-                                              fp.content_sha256, fp.simhash, distance=0,
-                                              path="normalised", version=snap.version_count))
+                    touches.append(
+                        Touch(
+                            page.digest, snap.version_count, page.raw, page.etag, page.last_modified
+                        )
+                    )
+                    decisions.append(
+                        Decision(
+                            "unchanged",
+                            page.url,
+                            page.digest,
+                            fp.content_sha256,
+                            fp.simhash,
+                            distance=0,
+                            path="normalised",
+                            version=snap.version_count,
+                        )
+                    )
                     continue
                 distance = hamming(fp.simhash, snap.simhash)
-                kind = "minor" if distance <= self.minor_distance else "changed"
-                changes.append(Change(page.digest, snap.version_count, fp, kind, distance,
-                                      snap.last_seen, page.etag, page.last_modified))
-                decisions.append(Decision(kind, page.url, page.digest, fp.content_sha256,
-                                          fp.simhash, distance=distance, path="simhash",
-                                          version=snap.version_count + 1))
+                kind: DecisionKind = "minor" if distance <= self.minor_distance else "changed"
+                changes.append(
+                    Change(
+                        page.digest,
+                        snap.version_count,
+                        fp,
+                        kind,
+                        distance,
+                        snap.last_seen,
+                        page.etag,
+                        page.last_modified,
+                    )
+                )
+                decisions.append(
+                    Decision(
+                        kind,
+                        page.url,
+                        page.digest,
+                        fp.content_sha256,
+                        fp.simhash,
+                        distance=distance,
+                        path="simhash",
+                        version=snap.version_count + 1,
+                    )
+                )
             if new:
-                decisions = self._with_duplicates(tx.find_by_content(
-                    [n.fp.content_sha256 for n in new]), decisions)
+                decisions = self._with_duplicates(
+                    tx.find_by_content([n.fp.content_sha256 for n in new]), decisions
+                )
             tx.write(now, new, touches, changes)
         for decision in decisions:
-            log.debug("decision kind=%s path=%s distance=%s", decision.kind, decision.path,
-                      decision.distance)
+            log.debug(
+                "decision kind=%s path=%s distance=%s",
+                decision.kind,
+                decision.path,
+                decision.distance,
+            )
         return decisions
 
-    def _with_duplicates(self, stored: dict[bytes, str],
-                         decisions: list[Decision]) -> list[Decision]:
+    def _with_duplicates(
+        self, stored: dict[bytes, str], decisions: list[Decision]
+    ) -> list[Decision]:
         """Fill ``duplicate_of`` for new pages: stored pages first, then earlier in the batch."""
         earlier: dict[bytes, str] = {}
         out = []
@@ -305,8 +384,15 @@ class ChangeWatch:
                 other = stored.get(d.content_sha256) or earlier.get(d.content_sha256)
                 earlier.setdefault(d.content_sha256, self._stored_url(d.url) or d.url_digest.hex())
                 if other is not None:
-                    d = Decision(d.kind, d.url, d.url_digest, d.content_sha256, d.simhash,
-                                 duplicate_of=other, path=d.path)
+                    d = Decision(
+                        d.kind,
+                        d.url,
+                        d.url_digest,
+                        d.content_sha256,
+                        d.simhash,
+                        duplicate_of=other,
+                        path=d.path,
+                    )
             out.append(d)
         return out
 

@@ -41,7 +41,9 @@ def _run(connection: Connection) -> None:
 def run_migrations_offline() -> None:
     """Emit the SQL to stdout (``alembic upgrade head --sql``)."""
     context.configure(
-        url=_database_url(), target_metadata=metadata, literal_binds=True,
+        url=_database_url(),
+        target_metadata=metadata,
+        literal_binds=True,
         dialect_opts={"paramstyle": "named"},
     )
     with context.begin_transaction():

@@ -62,18 +62,24 @@ def open_seen_set(url: str) -> SeenSet:
             raise ConfigError(f"seen-set URL {url!r}: kind={kind!r} is not available in memory:")
         return MemorySeenSet()
     if scheme == "file":
-        path = unquote(parts.netloc + parts.path) if rest.startswith("//") else unquote(
-            rest.partition("?")[0])
+        path = (
+            unquote(parts.netloc + parts.path)
+            if rest.startswith("//")
+            else unquote(rest.partition("?")[0])
+        )
         if not path:
             raise ConfigError(f"seen-set URL {url!r} names no file")
         if kind != "exact":
-            raise ConfigError(f"seen-set URL {url!r}: kind={kind!r} is not supported "
-                              "(this version has kind=exact)")
+            raise ConfigError(
+                f"seen-set URL {url!r}: kind={kind!r} is not supported "
+                "(this version has kind=exact)"
+            )
         checkpoint = _int_option(url, options, "checkpoint", DEFAULT_CHECKPOINT_ITEMS)
         _no_options(url, options)
         return FileExactSeenSet(path, checkpoint_items=checkpoint)
-    raise ConfigError(f"seen-set URL {url!r}: unknown scheme {scheme!r} "
-                      "(expected memory: or file:)")
+    raise ConfigError(
+        f"seen-set URL {url!r}: unknown scheme {scheme!r} (expected memory: or file:)"
+    )
 
 
 def _int_option(url: str, options: dict[str, str], name: str, default: int) -> int:

@@ -46,8 +46,9 @@ DEFAULT_CHECKPOINT_ITEMS = 10_000
 class FileExactSeenSet:
     """Exact seen-set kept in memory and persisted to ``path``. Thread-safe."""
 
-    def __init__(self, path: str | os.PathLike[str], *,
-                 checkpoint_items: int = DEFAULT_CHECKPOINT_ITEMS) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, checkpoint_items: int = DEFAULT_CHECKPOINT_ITEMS
+    ) -> None:
         self.path = Path(path)
         self._checkpoint_items = checkpoint_items
         self._lock = threading.Lock()
@@ -153,14 +154,22 @@ class FileExactSeenSet:
             tmp.unlink(missing_ok=True)
             raise SeenSetError(
                 f"cannot save seen-set file {self.path}: {exc.strerror}; the previous file "
-                "is intact") from exc
+                "is intact"
+            ) from exc
         self._unsaved = 0
 
     def stats(self) -> Mapping[str, Any]:
         n = len(self._items)
-        return {"kind": "file-exact", "path": str(self.path), "items": n, "capacity": None,
-                "bytes": _HEADER.size + n * DIGEST_SIZE, "error_rate": 0.0,
-                "estimated_error_rate": 0.0, "unsaved": self._unsaved}
+        return {
+            "kind": "file-exact",
+            "path": str(self.path),
+            "items": n,
+            "capacity": None,
+            "bytes": _HEADER.size + n * DIGEST_SIZE,
+            "error_rate": 0.0,
+            "estimated_error_rate": 0.0,
+            "unsaved": self._unsaved,
+        }
 
     def close(self) -> None:
         """Save and release the file; later calls do nothing."""
@@ -178,8 +187,14 @@ class FileExactSeenSet:
 def encode(items: Iterable[bytes]) -> bytes:
     """The file image of a set of digests."""
     body = b"".join(sorted(items))
-    header = _HEADER.pack(MAGIC, FORMAT_VERSION, KIND_EXACT, b"\0" * 5,
-                          len(body) // DIGEST_SIZE, hashlib.sha256(body).digest())
+    header = _HEADER.pack(
+        MAGIC,
+        FORMAT_VERSION,
+        KIND_EXACT,
+        b"\0" * 5,
+        len(body) // DIGEST_SIZE,
+        hashlib.sha256(body).digest(),
+    )
     return header + body
 
 
@@ -187,15 +202,18 @@ def decode(data: bytes, name: str) -> list[bytes]:
     """The digests in a file image; :class:`SeenSetError` naming any problem."""
     if len(data) < _HEADER.size:
         if not data.startswith(MAGIC[: len(data)]) or not data:
-            raise SeenSetError(f"{name} is not a changewatch seen-set file"
-                               + (" (it is empty)" if not data else ""))
+            raise SeenSetError(
+                f"{name} is not a changewatch seen-set file"
+                + (" (it is empty)" if not data else "")
+            )
         raise SeenSetError(f"{name} is truncated: {len(data)} bytes, shorter than its header")
     magic, version, kind, _reserved, count, checksum = _HEADER.unpack_from(data)
     if magic != MAGIC:
         raise SeenSetError(f"{name} is not a changewatch seen-set file (bad magic bytes)")
     if version != FORMAT_VERSION:
-        raise SeenSetError(f"{name} has format version {version}; this changewatch reads "
-                           f"version {FORMAT_VERSION}")
+        raise SeenSetError(
+            f"{name} has format version {version}; this changewatch reads version {FORMAT_VERSION}"
+        )
     if kind != KIND_EXACT:
         raise SeenSetError(f"{name} holds seen-set kind {kind}, not an exact set")
     body = memoryview(data)[_HEADER.size :]

@@ -51,9 +51,14 @@ class MemorySeenSet:
 
     def stats(self) -> Mapping[str, Any]:
         n = len(self._items)
-        return {"kind": "memory-exact", "items": n, "capacity": None,
-                "bytes": n * _BYTES_PER_ITEM_ESTIMATE, "error_rate": 0.0,
-                "estimated_error_rate": 0.0}
+        return {
+            "kind": "memory-exact",
+            "items": n,
+            "capacity": None,
+            "bytes": n * _BYTES_PER_ITEM_ESTIMATE,
+            "error_rate": 0.0,
+            "estimated_error_rate": 0.0,
+        }
 
     def close(self) -> None:
         """Nothing to persist."""

@@ -27,8 +27,17 @@ from changewatch.store.store import (
     redact,
 )
 
-__all__ = ["Change", "NewPage", "SnapshotStore", "StoreTransaction", "Touch", "WriteConflict",
-           "create_engine", "open_store", "redact"]
+__all__ = [
+    "Change",
+    "NewPage",
+    "SnapshotStore",
+    "StoreTransaction",
+    "Touch",
+    "WriteConflict",
+    "create_engine",
+    "open_store",
+    "redact",
+]
 
 #: Seconds a SQLite writer waits for another writer's lock before failing.
 DEFAULT_SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -44,8 +53,9 @@ def create_engine(database_url: str) -> sa.Engine:
         url = url.set(drivername="postgresql+psycopg")
     backend = url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
-        raise ConfigError(f"database URL {redact(database_url)!r}: only sqlite and "
-                          "postgresql are supported")
+        raise ConfigError(
+            f"database URL {redact(database_url)!r}: only sqlite and postgresql are supported"
+        )
     kwargs: dict[str, Any] = {}
     if backend == "sqlite":
         kwargs["connect_args"] = {"timeout": DEFAULT_SQLITE_BUSY_TIMEOUT_S}

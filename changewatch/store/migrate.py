@@ -12,8 +12,14 @@ from sqlalchemy.engine import Connection, Engine
 
 from changewatch.errors import SchemaOutOfDateError
 
-__all__ = ["alembic_config", "current_revision", "ensure_current", "head_revision",
-           "migrations_path", "upgrade"]
+__all__ = [
+    "alembic_config",
+    "current_revision",
+    "ensure_current",
+    "head_revision",
+    "migrations_path",
+    "upgrade",
+]
 
 
 def migrations_path() -> Path:

@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam, func
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -115,17 +116,30 @@ class StoreTransaction:
         if not digests:
             return {}
         stmt = sa.select(
-            _SNAP.url_digest, _SNAP.url, _SNAP.raw_sha256, _SNAP.content_sha256, _SNAP.simhash,
-            _SNAP.fingerprint_version, _SNAP.version_count, _SNAP.last_seen,
+            _SNAP.url_digest,
+            _SNAP.url,
+            _SNAP.raw_sha256,
+            _SNAP.content_sha256,
+            _SNAP.simhash,
+            _SNAP.fingerprint_version,
+            _SNAP.version_count,
+            _SNAP.last_seen,
         ).where(_SNAP.url_digest.in_(sa.bindparam("digests", expanding=True)))
         with _translate(self._database_url):
             rows = self._conn.execute(stmt, {"digests": list(set(digests))}).all()
-        return {bytes(r.url_digest): Snapshot(
-            url_digest=bytes(r.url_digest), url=r.url, raw_sha256=bytes(r.raw_sha256),
-            content_sha256=bytes(r.content_sha256), simhash=r.simhash,
-            fingerprint_version=r.fingerprint_version, version_count=r.version_count,
-            last_seen=r.last_seen,
-        ) for r in rows}
+        return {
+            bytes(r.url_digest): Snapshot(
+                url_digest=bytes(r.url_digest),
+                url=r.url,
+                raw_sha256=bytes(r.raw_sha256),
+                content_sha256=bytes(r.content_sha256),
+                simhash=r.simhash,
+                fingerprint_version=r.fingerprint_version,
+                version_count=r.version_count,
+                last_seen=r.last_seen,
+            )
+            for r in rows
+        }
 
     def find_by_content(self, contents: Sequence[bytes]) -> dict[bytes, str]:
         """For each normalised-content hash, one stored page with it (URL, or digest hex)."""
@@ -140,11 +154,16 @@ class StoreTransaction:
             rows = self._conn.execute(stmt, {"contents": list(set(contents))}).all()
             if not rows:
                 return {}
-            urls = dict(self._conn.execute(
-                sa.select(_SNAP.url_digest, _SNAP.url).where(
-                    _SNAP.url_digest.in_(sa.bindparam("d", expanding=True))),
-                {"d": [r.d for r in rows]},
-            ).tuples().all())
+            urls = dict(
+                self._conn.execute(
+                    sa.select(_SNAP.url_digest, _SNAP.url).where(
+                        _SNAP.url_digest.in_(sa.bindparam("d", expanding=True))
+                    ),
+                    {"d": [r.d for r in rows]},
+                )
+                .tuples()
+                .all()
+            )
         return {bytes(r.content_sha256): urls.get(r.d) or bytes(r.d).hex() for r in rows}
 
     def write(
@@ -164,80 +183,131 @@ class StoreTransaction:
                 self._change(now, changes)
 
     def _insert_new(self, now: datetime, pages: Sequence[NewPage]) -> None:
-        insert = (sa.dialects.postgresql.insert if self._dialect == "postgresql"
-                  else sa.dialects.sqlite.insert)
-        stmt = insert(page_snapshots).on_conflict_do_nothing(
-            index_elements=[_SNAP.url_digest]).returning(_SNAP.url_digest)
-        rows = [{
-            "url_digest": p.url_digest, "host": p.host, "url": p.url,
-            "canon_version": p.canon_version, "fingerprint_version": p.fp.version,
-            "raw_sha256": p.fp.raw_sha256, "content_sha256": p.fp.content_sha256,
-            "simhash": p.fp.simhash, "text_length": p.fp.text_length,
-            "first_seen": now, "last_seen": now, "last_changed": now,
-            "version_count": 1, "fetch_count": 1, "etag": p.etag,
-            "last_modified": p.last_modified,
-        } for p in pages]
+        insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
+        stmt = (
+            insert(page_snapshots)
+            .on_conflict_do_nothing(index_elements=[_SNAP.url_digest])
+            .returning(_SNAP.url_digest)
+        )
+        rows = [
+            {
+                "url_digest": p.url_digest,
+                "host": p.host,
+                "url": p.url,
+                "canon_version": p.canon_version,
+                "fingerprint_version": p.fp.version,
+                "raw_sha256": p.fp.raw_sha256,
+                "content_sha256": p.fp.content_sha256,
+                "simhash": p.fp.simhash,
+                "text_length": p.fp.text_length,
+                "first_seen": now,
+                "last_seen": now,
+                "last_changed": now,
+                "version_count": 1,
+                "fetch_count": 1,
+                "etag": p.etag,
+                "last_modified": p.last_modified,
+            }
+            for p in pages
+        ]
         inserted = self._conn.execute(stmt, rows).scalars().all()
         if len(inserted) != len(pages):
             raise WriteConflict("a new page was inserted by another worker")
-        self._conn.execute(sa.insert(page_versions), [
-            _version_row(p.url_digest, 1, "new", None, p.fp, now) for p in pages
-        ])
+        self._conn.execute(
+            sa.insert(page_versions),
+            [_version_row(p.url_digest, 1, "new", None, p.fp, now) for p in pages],
+        )
 
     def _touch(self, now: datetime, touches: Sequence[Touch]) -> None:
         stmt = (
             sa.update(page_snapshots)
-            .where(_SNAP.url_digest == bindparam("b_digest"),
-                   _SNAP.version_count == bindparam("b_expected"))
+            .where(
+                _SNAP.url_digest == bindparam("b_digest"),
+                _SNAP.version_count == bindparam("b_expected"),
+            )
             .values(
                 last_seen=bindparam("b_now"),
                 fetch_count=_SNAP.fetch_count + 1,
                 raw_sha256=bindparam("b_raw"),
                 etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
-                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text),
-                                            _SNAP.last_modified),
+                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
             )
         )
-        params = [{"b_digest": t.url_digest, "b_expected": t.expected_versions, "b_now": now,
-                   "b_raw": t.raw_sha256, "b_etag": t.etag, "b_lm": t.last_modified}
-                  for t in touches]
+        params = [
+            {
+                "b_digest": t.url_digest,
+                "b_expected": t.expected_versions,
+                "b_now": now,
+                "b_raw": t.raw_sha256,
+                "b_etag": t.etag,
+                "b_lm": t.last_modified,
+            }
+            for t in touches
+        ]
         self._expect_rows(stmt, params)
 
     def _change(self, now: datetime, changes: Sequence[Change]) -> None:
         stmt = (
             sa.update(page_snapshots)
-            .where(_SNAP.url_digest == bindparam("b_digest"),
-                   _SNAP.version_count == bindparam("b_expected"))
+            .where(
+                _SNAP.url_digest == bindparam("b_digest"),
+                _SNAP.version_count == bindparam("b_expected"),
+            )
             .values(
-                last_seen=bindparam("b_now"), last_changed=bindparam("b_now"),
-                fetch_count=_SNAP.fetch_count + 1, version_count=_SNAP.version_count + 1,
-                raw_sha256=bindparam("b_raw"), content_sha256=bindparam("b_content"),
+                last_seen=bindparam("b_now"),
+                last_changed=bindparam("b_now"),
+                fetch_count=_SNAP.fetch_count + 1,
+                version_count=_SNAP.version_count + 1,
+                raw_sha256=bindparam("b_raw"),
+                content_sha256=bindparam("b_content"),
                 simhash=bindparam("b_simhash", type_=page_snapshots.c.simhash.type),
-                text_length=bindparam("b_length"), fingerprint_version=bindparam("b_fpv"),
+                text_length=bindparam("b_length"),
+                fingerprint_version=bindparam("b_fpv"),
                 etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
-                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text),
-                                            _SNAP.last_modified),
+                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
             )
         )
-        self._expect_rows(stmt, [{
-            "b_digest": c.url_digest, "b_expected": c.expected_versions, "b_now": now,
-            "b_raw": c.fp.raw_sha256, "b_content": c.fp.content_sha256,
-            "b_simhash": c.fp.simhash, "b_length": c.fp.text_length, "b_fpv": c.fp.version,
-            "b_etag": c.etag, "b_lm": c.last_modified,
-        } for c in changes])
+        self._expect_rows(
+            stmt,
+            [
+                {
+                    "b_digest": c.url_digest,
+                    "b_expected": c.expected_versions,
+                    "b_now": now,
+                    "b_raw": c.fp.raw_sha256,
+                    "b_content": c.fp.content_sha256,
+                    "b_simhash": c.fp.simhash,
+                    "b_length": c.fp.text_length,
+                    "b_fpv": c.fp.version,
+                    "b_etag": c.etag,
+                    "b_lm": c.last_modified,
+                }
+                for c in changes
+            ],
+        )
         # The superseded version was last seen at the snapshot's previous last_seen.
         self._conn.execute(
             sa.update(page_versions)
-            .where(_VER.url_digest == bindparam("b_digest"),
-                   _VER.version_no == bindparam("b_version"))
+            .where(
+                _VER.url_digest == bindparam("b_digest"), _VER.version_no == bindparam("b_version")
+            )
             .values(last_seen=bindparam("b_prev")),
-            [{"b_digest": c.url_digest, "b_version": c.expected_versions,
-              "b_prev": c.previous_last_seen} for c in changes],
+            [
+                {
+                    "b_digest": c.url_digest,
+                    "b_version": c.expected_versions,
+                    "b_prev": c.previous_last_seen,
+                }
+                for c in changes
+            ],
         )
-        self._conn.execute(sa.insert(page_versions), [
-            _version_row(c.url_digest, c.expected_versions + 1, c.kind, c.distance, c.fp, now)
-            for c in changes
-        ])
+        self._conn.execute(
+            sa.insert(page_versions),
+            [
+                _version_row(c.url_digest, c.expected_versions + 1, c.kind, c.distance, c.fp, now)
+                for c in changes
+            ],
+        )
 
     def _expect_rows(self, stmt: Any, params: list[dict[str, Any]]) -> None:
         result = self._conn.execute(stmt, params)
@@ -249,10 +319,17 @@ def _version_row(
     digest: bytes, number: int, kind: str, distance: int | None, fp: Fingerprint, now: datetime
 ) -> dict[str, Any]:
     return {
-        "url_digest": digest, "version_no": number, "kind": kind, "distance": distance,
-        "raw_sha256": fp.raw_sha256, "content_sha256": fp.content_sha256,
-        "simhash": fp.simhash, "fingerprint_version": fp.version,
-        "text_length": fp.text_length, "first_seen": now, "last_seen": now,
+        "url_digest": digest,
+        "version_no": number,
+        "kind": kind,
+        "distance": distance,
+        "raw_sha256": fp.raw_sha256,
+        "content_sha256": fp.content_sha256,
+        "simhash": fp.simhash,
+        "fingerprint_version": fp.version,
+        "text_length": fp.text_length,
+        "first_seen": now,
+        "last_seen": now,
     }
 
 
@@ -273,34 +350,45 @@ class SnapshotStore:
     def history(self, digest: bytes) -> list[Version]:
         """Every version of a page, oldest first; the current one ends at the last fetch."""
         stmt = (
-            sa.select(page_versions, _SNAP.last_seen.label("snapshot_last_seen"),
-                      _SNAP.version_count)
+            sa.select(
+                page_versions, _SNAP.last_seen.label("snapshot_last_seen"), _SNAP.version_count
+            )
             .join(page_snapshots, _SNAP.url_digest == _VER.url_digest)
             .where(_VER.url_digest == digest)
             .order_by(_VER.version_no)
         )
         with _translate(self.database_url), self.engine.connect() as conn:
             rows = conn.execute(stmt).all()
-        return [Version(
-            version=r.version_no, kind=r.kind, distance=r.distance,
-            content_sha256=bytes(r.content_sha256), raw_sha256=bytes(r.raw_sha256),
-            simhash=r.simhash, text_length=r.text_length, first_seen=r.first_seen,
-            last_seen=r.snapshot_last_seen if r.version_no == r.version_count else r.last_seen,
-        ) for r in rows]
+        return [
+            Version(
+                version=r.version_no,
+                kind=r.kind,
+                distance=r.distance,
+                content_sha256=bytes(r.content_sha256),
+                raw_sha256=bytes(r.raw_sha256),
+                simhash=r.simhash,
+                text_length=r.text_length,
+                first_seen=r.first_seen,
+                last_seen=r.snapshot_last_seen if r.version_no == r.version_count else r.last_seen,
+            )
+            for r in rows
+        ]
 
     def stats(self) -> dict[str, Any]:
         """Counts across the store, for ``changewatch stats``."""
         with _translate(self.database_url), self.engine.connect() as conn:
-            snap = conn.execute(sa.select(
-                func.count().label("pages"),
-                func.count(func.distinct(_SNAP.host)).label("hosts"),
-                func.coalesce(func.sum(_SNAP.fetch_count), 0).label("fetches"),
-                func.min(_SNAP.first_seen).label("first_seen"),
-                func.max(_SNAP.last_seen).label("last_seen"),
-            )).one()
-            kinds = dict(conn.execute(
-                sa.select(_VER.kind, func.count()).group_by(_VER.kind)).tuples().all())
-        first = page_snapshots.c.first_seen.type
+            snap = conn.execute(
+                sa.select(
+                    func.count().label("pages"),
+                    func.count(func.distinct(_SNAP.host)).label("hosts"),
+                    func.coalesce(func.sum(_SNAP.fetch_count), 0).label("fetches"),
+                    func.min(_SNAP.first_seen).label("first_seen"),
+                    func.max(_SNAP.last_seen).label("last_seen"),
+                )
+            ).one()
+            kinds: dict[str, int] = dict(
+                conn.execute(sa.select(_VER.kind, func.count()).group_by(_VER.kind)).tuples().all()
+            )
         fetches = int(snap.fetches)
         versions = sum(kinds.values())
         return {
@@ -312,10 +400,8 @@ class SnapshotStore:
             "changed": kinds.get("changed", 0),
             "minor": kinds.get("minor", 0),
             "unchanged": fetches - versions,
-            "first_seen": first.process_result_value(snap.first_seen, self.engine.dialect)
-            if isinstance(snap.first_seen, str) else snap.first_seen,
-            "last_seen": first.process_result_value(snap.last_seen, self.engine.dialect)
-            if isinstance(snap.last_seen, str) else snap.last_seen,
+            "first_seen": snap.first_seen,
+            "last_seen": snap.last_seen,
         }
 
     def close(self) -> None:
