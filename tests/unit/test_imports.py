@@ -1,0 +1,53 @@
+"""The package surface: optional drivers stay unloaded, __all__ is sorted and complete."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import changewatch
+
+_PROBE = """
+import json, sys
+import changewatch
+loaded = sorted(
+    name for name in sys.modules
+    if name.split(".")[0] in {"redis", "scrapy", "httpx", "twisted"}
+)
+print(json.dumps({"loaded": loaded, "version": changewatch.__version__}))
+"""
+
+
+def test_import_does_not_load_optional_drivers() -> None:
+    """`import changewatch` in a fresh interpreter loads no redis, scrapy or httpx module."""
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True, timeout=60
+    )
+    report = json.loads(result.stdout)
+    assert report["loaded"] == []
+    assert report["version"] == changewatch.__version__
+
+
+def test_installed_drivers_make_the_probe_meaningful() -> None:
+    """redis and scrapy (the dev extras) are installed here, so the probe above can fail."""
+    probe = (
+        "import importlib.util, sys\n"
+        "sys.exit(0 if all(importlib.util.find_spec(n) for n in ('redis', 'scrapy')) else 1)\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
+
+
+def test_all_sorted_unique_and_importable() -> None:
+    """changewatch.__all__ is sorted, has no duplicates, and every name exists."""
+    names = list(changewatch.__all__)
+    assert names == sorted(names)
+    assert len(names) == len(set(names))
+    missing = [name for name in names if not hasattr(changewatch, name)]
+    assert missing == []
+
+
+def test_public_core_names_exported() -> None:
+    """The core functions and the error root are part of the public surface."""
+    for name in ("canonicalise", "url_digest", "fingerprint", "hamming", "ChangewatchError"):
+        assert name in changewatch.__all__

@@ -1,0 +1,649 @@
+"""canonicalise and url_digest: the rules, the refusals, golden digests, WHATWG conformance."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from changewatch.errors import ChangewatchError, InvalidURLError
+from changewatch.urls import (
+    DEFAULT_MAX_URL_LENGTH,
+    TRACKING_PARAMETERS,
+    canonicalise,
+    digest_canonical,
+    url_digest,
+)
+
+WPT_DATA = Path("/work/shared/corpus/urls/wpt-urltestdata.json")
+
+#: WHATWG cases (input → reason) where canonicalise deliberately disagrees with browsers on
+#: host, path or validity. Each one is skipped in the conformance test and checked to still
+#: differ in ``test_whatwg_deliberate_differences_still_differ``.
+DELIBERATE_DIFFERENCES: dict[str, str] = {
+    "https://faß.ExAmPlE/": (
+        "IDNA 2003 (stdlib codec) maps ß to 'ss'; browsers use UTS 46 non-transitional "
+        "(xn--fa-hia); the pure core takes no idna dependency"
+    ),
+    "http://./": "a host that is empty once its trailing dot is dropped is refused",
+    "http://../": "a host with an empty label is refused (not resolvable by DNS)",
+    "http://foo.09..": "a host with an empty label is refused (not resolvable by DNS)",
+    "http://!\"$&'()*+,-.;=_`{}~/": (
+        'a host holding " ` { } is refused: RFC 3986 cannot carry it in a reg-name'
+    ),
+    "http://foo.bar/baz?qux#foo\bbar": "any C0 control character refuses the URL",
+    "http://example.org/test?a#b\x00c": "any C0 control character refuses the URL",
+    "https://www.example.com/path{\x7fpath.html?query'\x7f=query#fragment<\x7ffragment": (
+        "a DEL character refuses the URL"
+    ),
+    "https://x/\x00y": "any C0 control character refuses the URL",
+    "https://x/?\x00y": "any C0 control character refuses the URL",
+    "https://x/?#\x00y": "any C0 control character refuses the URL",
+}
+
+# WHATWG "C0 control or space", stripped from both ends before parsing.
+_C0_OR_SPACE = "".join(chr(i) for i in range(0x21))
+_UNRESERVED = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_RFC3986_PATH_CHARS = _UNRESERVED | set(":/?#[]@!$&'()*+,;=")
+
+
+# --- the canonical-form rules ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("HTTP://EXAMPLE.COM/", "http://example.com/"),
+        ("hTTpS://Www.Example.Com/", "https://www.example.com/"),
+        ("http://example.com/Path/UPPER", "http://example.com/Path/UPPER"),
+    ],
+)
+def test_scheme_and_host_lower_cased_path_case_kept(url: str, expected: str) -> None:
+    """Scheme and host are lower-cased; the path keeps its case."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com:80/", "http://example.com/"),
+        ("https://example.com:443/", "https://example.com/"),
+        ("http://example.com:443/", "http://example.com:443/"),
+        ("https://example.com:80/", "https://example.com:80/"),
+        ("http://example.com:8080/", "http://example.com:8080/"),
+        ("http://example.com:0080/", "http://example.com/"),
+        ("http://example.com:/", "http://example.com/"),
+        ("http://[::1]:80/", "http://[::1]/"),
+    ],
+)
+def test_default_port_dropped_other_ports_kept(url: str, expected: str) -> None:
+    """Only the scheme's own default port is dropped; leading zeros of a port are removed."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com/a#top", "http://example.com/a"),
+        ("http://example.com/a?x=1#top", "http://example.com/a?x=1"),
+        ("http://example.com#", "http://example.com/"),
+        ("http://example.com/a#frag?x=1", "http://example.com/a"),
+    ],
+)
+def test_fragment_dropped(url: str, expected: str) -> None:
+    """The fragment never reaches the canonical form, even when it contains a '?'."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize("key", sorted(TRACKING_PARAMETERS))
+def test_every_tracking_parameter_dropped(key: str) -> None:
+    """Each listed tracking key is removed, in any case, and other keys stay."""
+    url = f"http://example.com/p?{key}=1&keep=2&{key.upper()}=3"
+    assert canonicalise(url) == "http://example.com/p?keep=2"
+
+
+@pytest.mark.parametrize(
+    "key", ["utm_source", "UTM_MEDIUM", "Utm_Campaign", "utm_", "utm_anything_else", "utm%5Fid"]
+)
+def test_utm_prefix_dropped_in_any_case(key: str) -> None:
+    """Any key starting with utm_ (case-insensitive, even percent-encoded) is dropped."""
+    assert canonicalise(f"http://example.com/?{key}=x&a=1") == "http://example.com/?a=1"
+
+
+def test_tracking_lookalikes_kept() -> None:
+    """Keys that only resemble tracking keys are kept (matching is exact, or utm_ prefix)."""
+    url = "http://example.com/?utm=1&xutm_source=2&gclid_x=3&ga=4&fbclid2=5"
+    assert canonicalise(url) == "http://example.com/?fbclid2=5&ga=4&gclid_x=3&utm=1&xutm_source=2"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com/?b=&a=1", "http://example.com/?a=1&b="),
+        ("http://example.com/?b&a", "http://example.com/?a&b"),
+        ("http://example.com/?a=2&a=1&a=2", "http://example.com/?a=1&a=2&a=2"),
+        ("http://example.com/?z=1&y=2&x=3", "http://example.com/?x=3&y=2&z=1"),
+        ("http://example.com/?a=1&&b=2&", "http://example.com/?a=1&b=2"),
+    ],
+)
+def test_query_pairs_sorted_blanks_and_duplicates_kept(url: str, expected: str) -> None:
+    """Remaining pairs are sorted; blank values and duplicate keys survive; empty pairs go."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/?",
+        "http://example.com/?&",
+        "http://example.com/?utm_source=x",
+        "http://example.com/?gclid=1&fbclid=2",
+    ],
+)
+def test_empty_query_dropped(url: str) -> None:
+    """A query that is empty, or empty once tracking keys are gone, leaves no '?'."""
+    assert canonicalise(url) == "http://example.com/"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com//a///b//", "http://example.com/a/b/"),
+        ("http://example.com/a/./b/../c", "http://example.com/a/c"),
+        ("http://example.com/a/b/..", "http://example.com/a/"),
+        ("http://example.com/a/b/.", "http://example.com/a/b/"),
+        ("http://example.com/../../a", "http://example.com/a"),
+        ("http://example.com/a/%2e%2E/b", "http://example.com/b"),
+        ("http://example.com/a/.%2e/b", "http://example.com/b"),
+        ("http://example.com/foo/bar//..", "http://example.com/foo/bar/"),
+        ("http://example.com/foo/bar//../..", "http://example.com/foo/"),
+        ("http://example.com", "http://example.com/"),
+        ("http://example.com?a=1", "http://example.com/?a=1"),
+    ],
+)
+def test_path_slashes_dot_segments_and_empty_path(url: str, expected: str) -> None:
+    """Dot segments go (as browsers resolve them, '//' counting), then '//' runs collapse."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:secret@example.com/",
+        "http://user@example.com/",
+        "http://:@example.com/",
+        "http://a@b@example.com/",
+        "http://user:p%40ss@example.com/",
+    ],
+)
+def test_userinfo_removed(url: str) -> None:
+    """Credentials never reach the canonical form."""
+    assert canonicalise(url) == "http://example.com/"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com/%7e", "http://example.com/~"),
+        ("http://example.com/%7E%41%61%30%2D%2E%5F", "http://example.com/~Aa0-._"),
+        ("http://example.com/%c3%a9", "http://example.com/%C3%A9"),
+        ("http://example.com/a%2fb", "http://example.com/a%2Fb"),
+        ("http://example.com/a%3Fb%23c%25d", "http://example.com/a%3Fb%23c%25d"),
+        ("http://example.com/?q=a%26b%3Dc", "http://example.com/?q=a%26b%3Dc"),
+        ("http://example.com/?q=%3b%2b%2f", "http://example.com/?q=%3B%2B%2F"),
+        ("http://example.com/?q=%7e%41", "http://example.com/?q=~A"),
+        ("http://example.com/100%", "http://example.com/100%25"),
+        ("http://example.com/%zz", "http://example.com/%25zz"),
+    ],
+)
+def test_percent_encoding_normalised(url: str, expected: str) -> None:
+    """Hex is upper-cased, unreserved escapes decoded, reserved escapes and stray '%' kept."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://example.com/café", "http://example.com/caf%C3%A9"),
+        ("http://example.com/€/😀", "http://example.com/%E2%82%AC/%F0%9F%98%80"),
+        ("http://example.com/a b", "http://example.com/a%20b"),
+        ('http://example.com/<"x">', "http://example.com/%3C%22x%22%3E"),
+        ("http://example.com/?q=ü ü", "http://example.com/?q=%C3%BC%20%C3%BC"),
+    ],
+)
+def test_characters_a_url_cannot_hold_are_utf8_encoded(url: str, expected: str) -> None:
+    """Non-ASCII, space, quotes and angle brackets are UTF-8 percent-encoded."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://bücher.example/", "http://xn--bcher-kva.example/"),
+        ("http://BÜCHER.example/", "http://xn--bcher-kva.example/"),
+        ("http://b%C3%BCcher.example/", "http://xn--bcher-kva.example/"),
+        ("http://☃.net/", "http://xn--n3h.net/"),
+        ("http://ｅｘａｍｐｌｅ．com/", "http://example.com/"),
+        ("http://example.com./", "http://example.com/"),
+        ("http://bücher.example./", "http://xn--bcher-kva.example/"),
+    ],
+)
+def test_host_idna_and_trailing_dot(url: str, expected: str) -> None:
+    """Non-ASCII hosts become punycode (percent-escapes read as UTF-8); one trailing dot goes."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://0x7f.1/",
+        "http://2130706433/",
+        "http://0177.0.0.1/",
+        "http://127.1/",
+        "http://127.0.1/",
+        "http://0x7F000001/",
+        "http://127.0.0.1./",
+    ],
+)
+def test_numeric_ipv4_forms_written_dotted_decimal(url: str) -> None:
+    """Hex, octal, short and single-number IPv4 hosts are written dotted-decimal."""
+    assert canonicalise(url) == "http://127.0.0.1/"
+
+
+@pytest.mark.parametrize(
+    ("url", "reason_part"),
+    [
+        ("http://256.0.0.1/", "out of range"),
+        ("http://4294967296/", "out of range"),
+        ("http://1.2.3.4.5/", "more than four parts"),
+        ("http://08.0.0.1/", "not a number"),
+        ("http://-1.0.0.1/", "not a number"),
+        ("http://+1.0.0.1/", "not a number"),
+        ("http://1_0.0.0.1/", "not a number"),
+        ("http://foo.0x7f/", "not a number"),
+    ],
+)
+def test_bad_ipv4_hosts_refused(url: str, reason_part: str) -> None:
+    """A host ending in a number must be a valid WHATWG IPv4 address (no signs, no '_')."""
+    with pytest.raises(InvalidURLError) as info:
+        canonicalise(url)
+    assert reason_part in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://[2001:DB8:0:0:0:0:0:1]/", "http://[2001:db8::1]/"),
+        ("http://[0:0:0:0:0:0:0:1]:8080/", "http://[::1]:8080/"),
+        ("https://[2001:db8:0:0:1:0:0:1]:443/", "https://[2001:db8::1:0:0:1]/"),
+        ("http://[::ffff:1.2.3.4]/", "http://[::ffff:102:304]/"),
+    ],
+)
+def test_ipv6_canonical_compressed(url: str, expected: str) -> None:
+    """IPv6 hosts are written in RFC 5952 compressed, lower-case form."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http:\\\\example.com\\a\\b", "http://example.com/a/b"),
+        ("http://example.com\\a", "http://example.com/a"),
+        ("http:example.com/a", "http://example.com/a"),
+        ("http:///example.com/a", "http://example.com/a"),
+    ],
+)
+def test_backslashes_and_slash_count_after_scheme(url: str, expected: str) -> None:
+    """'\\' counts as '/', and any number of slashes may follow the scheme (WHATWG)."""
+    assert canonicalise(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "  http://example.com/a  ",
+        "\t\nhttp://example.com/a\r\n",
+        "\x00\x1fhttp://example.com/a\x0b",
+        "http://exa\tmple.com/\na",
+    ],
+)
+def test_whitespace_and_controls_stripped_at_ends_tabs_newlines_removed(url: str) -> None:
+    """Leading/trailing spaces and C0 controls are stripped; tab, CR and LF removed anywhere."""
+    assert canonicalise(url) == "http://example.com/a"
+
+
+# --- refusals -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "reason_part"),
+    [
+        ("", "empty"),
+        ("   \t\n ", "empty"),
+        ("/a/b", "no scheme"),
+        ("//example.com/a", "no scheme"),
+        ("example.com/a", "no scheme"),
+        ("?a=1", "no scheme"),
+        ("javascript:alert(1)", "'javascript'"),
+        ("mailto:someone@example.com", "'mailto'"),
+        ("data:text/html,hi", "'data'"),
+        ("file:///etc/passwd", "'file'"),
+        ("ftp://example.com/", "'ftp'"),
+        ("http://", "empty host"),
+        ("https:///", "empty host"),
+        ("http://user@/", "empty host"),
+        ("http://exa mple.com/", "forbidden character"),
+        ("http://example.com:65536/", "out of range"),
+        ("http://example.com:99999999999999999999/", "out of range"),
+        ("http://example.com:8o/", "not a number"),
+        ("http://example.com:-1/", "not a number"),
+        ("http://example.com:٣/", "not a number"),
+        ("http://example.com:1:2/", "more than one ':'"),
+        ("http://example.com/a\x01b", "control character"),
+        ("http://example.com/?q=\x7f", "control character"),
+        ("http://a..b/", "empty label"),
+        ("http://[::1/", "unclosed"),
+        ("http://[::1]x/", "after the IPv6 host"),
+        ("http://[::g]/", "invalid IPv6"),
+        ("http://[fe80::1%25eth0]/", "zone identifier"),
+        ("http://%zz.example/", "percent-encoding"),
+        ("http://ho%7Fst/", "forbidden character"),
+        ("http://ex%2Fample.com/", "forbidden character"),
+        ("https://%EF%BF%BD/", "internationalised"),
+        ("http://" + "a" * 64 + ".com/", "over 63"),
+        ("http://" + ".".join(["a" * 60] * 5) + "/", "over 253"),
+    ],
+)
+def test_invalid_urls_raise_with_reason(url: str, reason_part: str) -> None:
+    """Each kind of bad input raises InvalidURLError whose .reason names the problem."""
+    with pytest.raises(InvalidURLError) as info:
+        canonicalise(url)
+    error = info.value
+    assert isinstance(error, ValueError)
+    assert isinstance(error, ChangewatchError)
+    assert reason_part in error.reason
+    assert error.url == url
+    assert error.reason in str(error)
+
+
+def test_over_max_length_refused() -> None:
+    """A URL over max_length characters is refused; at the limit it is accepted."""
+    base = "http://example.com/"
+    at_limit = base + "a" * (DEFAULT_MAX_URL_LENGTH - len(base))
+    assert canonicalise(at_limit) == at_limit
+    with pytest.raises(InvalidURLError) as info:
+        canonicalise(at_limit + "a")
+    assert str(DEFAULT_MAX_URL_LENGTH) in info.value.reason
+    with pytest.raises(InvalidURLError, match="longer than 20"):
+        canonicalise("http://example.com/abc", max_length=20)
+
+
+@pytest.mark.parametrize("value", [None, b"http://example.com/", 42, ["http://example.com/"]])
+def test_non_str_raises_type_error(value: Any) -> None:
+    """Anything but str is a programming error: TypeError, not InvalidURLError."""
+    with pytest.raises(TypeError, match="must be str"):
+        canonicalise(value)
+
+
+# --- url_digest -----------------------------------------------------------------------------
+
+#: url → (canonical form, blake2b-128 hex of it), pinned; a change here re-keys every store.
+GOLDEN_DIGESTS = {
+    "http://example.com/": ("http://example.com/", "9aba6a18c5a5d94534a3b99c485d4547"),
+    "HTTPS://Example.COM:443/a//b/./c/../d?b=2&utm_source=x&a=1#top": (
+        "https://example.com/a/b/d?a=1&b=2",
+        "5a71b2892114f924d2f9f54472904075",
+    ),
+    "http://bücher.example/": ("http://xn--bcher-kva.example/", "34d85911507f2147134add67ee548d24"),
+    "http://0x7f.1/": ("http://127.0.0.1/", "ba731f941b3fd5919cd4a41b8535ed3f"),
+    "https://[2001:DB8:0:0:0:0:0:1]:8443/x?q=%7e": (
+        "https://[2001:db8::1]:8443/x?q=~",
+        "5adf3fb68e67e798f77891304e6a90f4",
+    ),
+    "http://example.com/%E2%82%AC?z=&a=1&a=0": (
+        "http://example.com/%E2%82%AC?a=0&a=1&z=",
+        "bd6c4ab768cdd301db311f185634c8d8",
+    ),
+}
+
+
+@pytest.mark.parametrize(("url", "golden"), GOLDEN_DIGESTS.items())
+def test_url_digest_golden(url: str, golden: tuple[str, str]) -> None:
+    """Canonical forms and their 16-byte digests are pinned (persisted in stores)."""
+    canonical, hex_digest = golden
+    assert canonicalise(url) == canonical
+    digest = url_digest(url)
+    assert isinstance(digest, bytes)
+    assert len(digest) == 16
+    assert digest.hex() == hex_digest
+    assert digest_canonical(canonical) == digest
+
+
+def test_url_digest_equal_for_equivalent_urls() -> None:
+    """URLs that canonicalise equal have equal digests; different ones differ."""
+    same = [
+        "http://example.com/a?b=1&a=2",
+        "HTTP://EXAMPLE.com:80/a?a=2&b=1&utm_source=x#frag",
+        "http://user:pw@example.com//x/../a?a=2&b=1&gclid=z",
+    ]
+    digests = {url_digest(url) for url in same}
+    assert len(digests) == 1
+    assert url_digest("http://example.com/a?a=2") not in digests
+
+
+def test_url_digest_stable_across_hash_seeds() -> None:
+    """Digests come from hashlib, so two interpreters with different PYTHONHASHSEED agree."""
+    urls = list(GOLDEN_DIGESTS)
+    code = (
+        "import json, sys\n"
+        "from changewatch.urls import url_digest\n"
+        "print(json.dumps([url_digest(u).hex() for u in json.loads(sys.stdin.read())]))\n"
+    )
+    outputs = []
+    for seed in ("1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(urls),
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        outputs.append(json.loads(result.stdout))
+    assert outputs[0] == outputs[1] == [url_digest(url).hex() for url in urls]
+
+
+# --- properties -----------------------------------------------------------------------------
+
+_label = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9\-]{0,10}[a-zA-Z0-9])?", fullmatch=True)
+_host = st.one_of(
+    st.lists(_label, min_size=1, max_size=4).map(".".join),
+    st.lists(_label, min_size=1, max_size=3).map(lambda labels: ".".join(labels) + "."),
+    st.text(st.characters(min_codepoint=0x61, max_codepoint=0x2FF), min_size=1, max_size=12),
+    st.ip_addresses(v=4).map(str),
+    st.ip_addresses(v=6).map(lambda ip: f"[{ip}]"),
+    st.integers(min_value=0, max_value=2**32 + 5).map(str),
+    st.integers(min_value=0, max_value=2**32).map(hex),
+    st.lists(
+        st.sampled_from(["0", "08", "0x", "0xff", "0777", "255", "256", "-1", "+1", "1_0", ""]),
+        min_size=1,
+        max_size=5,
+    ).map(".".join),
+    st.text(min_size=1, max_size=12),
+)
+_url_char = st.one_of(
+    st.sampled_from(list("/.%?#&=;+,:@!$'()*~-_ab\\ [ ]<>\"{}|^`")),
+    st.sampled_from(["%2e", "%2E", "%2F", "%7e", "%41", "%25", "%zz", "%", "..", "./", "//"]),
+    st.characters(codec="utf-8"),
+)
+_fragment = st.lists(_url_char, max_size=12).map("".join)
+_key = st.one_of(
+    st.sampled_from([*sorted(TRACKING_PARAMETERS), "utm_source", "UTM_X", "a", "b", "A"]),
+    _fragment,
+)
+_query = st.lists(st.tuples(_key, st.one_of(st.none(), _fragment)), max_size=5).map(
+    lambda pairs: "&".join(k if v is None else f"{k}={v}" for k, v in pairs)
+)
+_port = st.one_of(
+    st.just(""),
+    st.integers(min_value=0, max_value=70000).map(lambda p: f":{p}"),
+    st.sampled_from([":80", ":443", ":", ":0080", ":x"]),
+)
+
+
+@st.composite
+def _http_urls(draw: st.DrawFn) -> str:
+    scheme = draw(st.sampled_from(["http", "https", "HTTP", "hTtPs"]))
+    slashes = draw(st.sampled_from(["//", "//", "/", "///", "\\\\", ""]))
+    userinfo = draw(st.sampled_from(["", "user@", "u:p@", ":@"]))
+    url = f"{scheme}:{slashes}{userinfo}{draw(_host)}{draw(_port)}"
+    if draw(st.booleans()):
+        url += "/" + draw(_fragment)
+    if draw(st.booleans()):
+        url += "?" + draw(_query)
+    if draw(st.booleans()):
+        url += "#" + draw(_fragment)
+    return url
+
+
+def _canonical_or_none(url: str) -> str | None:
+    try:
+        return canonicalise(url)
+    except InvalidURLError:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_arbitrary_text_only_raises_invalid_url_error(text: str) -> None:
+    """On any text, canonicalise returns an idempotent http(s) URL or raises InvalidURLError."""
+    canonical = _canonical_or_none(text)
+    if canonical is not None:
+        assert canonical.startswith(("http://", "https://"))
+        assert canonicalise(canonical) == canonical
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("http:/\\[]%.@?#&=0x1fF ")), max_size=40))
+def test_url_alphabet_soup_only_raises_invalid_url_error(text: str) -> None:
+    """Strings made of URL punctuation only ever raise InvalidURLError, and are idempotent."""
+    canonical = _canonical_or_none(text)
+    if canonical is not None:
+        assert canonicalise(canonical) == canonical
+
+
+@settings(max_examples=400, deadline=None)
+@given(_http_urls())
+def test_url_shaped_inputs_idempotent(url: str) -> None:
+    """On http(s)-shaped URLs: InvalidURLError or a fixed point of canonicalise."""
+    canonical = _canonical_or_none(url)
+    if canonical is not None:
+        assert canonical.isascii()
+        assert not re.search(r"[\x00-\x20\x7f#]", canonical)
+        assert canonicalise(canonical) == canonical
+        assert url_digest(url) == digest_canonical(canonical)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(_label, _label), min_size=1, max_size=6))
+def test_query_order_does_not_matter(pairs: list[tuple[str, str]]) -> None:
+    """Permuting the query pairs never changes the canonical form."""
+    forward = "&".join(f"{k}={v}" for k, v in pairs)
+    backward = "&".join(f"{k}={v}" for k, v in reversed(pairs))
+    assert canonicalise(f"http://e.com/?{forward}") == canonicalise(f"http://e.com/?{backward}")
+
+
+# --- WHATWG URL conformance (web-platform-tests urltestdata.json) ---------------------------
+
+
+def _load_wpt_cases() -> list[dict[str, Any]]:
+    data = json.loads(WPT_DATA.read_text(encoding="utf-8"))
+    cases = []
+    for case in data:
+        if not isinstance(case, dict) or case.get("base") is not None:
+            continue
+        scheme = case["input"].strip(_C0_OR_SPACE).lower()
+        if scheme.startswith(("http:", "https:")):
+            cases.append(case)
+    return cases
+
+
+WPT_CASES = _load_wpt_cases()
+
+
+def _split_canonical(canonical: str) -> tuple[str, str]:
+    """(hostname without port, path) of a canonical URL."""
+    authority, _, rest = canonical.partition("://")[2].partition("/")
+    host = authority[: authority.index("]") + 1] if authority.startswith("[") else authority
+    host = host.rpartition(":")[0] if ":" in host and not host.startswith("[") else host
+    return host, "/" + rest.partition("?")[0]
+
+
+def _our_path_rules(pathname: str) -> str:
+    """Apply our rules on top of a WHATWG pathname, independently of urls.py.
+
+    Upper-case escapes, decode unreserved ones, percent-encode what RFC 3986 cannot hold
+    (WHATWG leaves "|", "^" and stray "%" raw) and collapse '//' runs.
+    """
+    out = []
+    i = 0
+    while i < len(pathname):
+        char = pathname[i]
+        escape = pathname[i + 1 : i + 3]
+        if char == "%" and re.fullmatch(r"[0-9A-Fa-f]{2}", escape):
+            decoded = chr(int(escape, 16))
+            out.append(decoded if decoded in _UNRESERVED else "%" + escape.upper())
+            i += 3
+            continue
+        if char in _RFC3986_PATH_CHARS - {"?", "#"}:
+            out.append(char)
+        else:
+            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8")))
+        i += 1
+    return re.sub(r"/{2,}", "/", "".join(out))
+
+
+def test_whatwg_corpus_loaded() -> None:
+    """The WHATWG data yields a few hundred base-less http(s) cases, both kinds present."""
+    failures = [case for case in WPT_CASES if case.get("failure")]
+    assert len(WPT_CASES) >= 250
+    assert len(failures) >= 100
+    assert len(WPT_CASES) - len(failures) >= 100
+
+
+@pytest.mark.parametrize("case", WPT_CASES, ids=[f"wpt{i}" for i in range(len(WPT_CASES))])
+def test_whatwg_conformance(case: dict[str, Any]) -> None:
+    """Browser failures raise InvalidURLError; otherwise host and path agree with browsers."""
+    url = case["input"]
+    if url in DELIBERATE_DIFFERENCES:
+        pytest.skip(f"deliberate difference: {DELIBERATE_DIFFERENCES[url]}")
+    if case.get("failure"):
+        with pytest.raises(InvalidURLError):
+            canonicalise(url)
+        return
+    canonical = canonicalise(url)
+    host, path = _split_canonical(canonical)
+    assert host == case["hostname"].lower()
+    assert path == _our_path_rules(case["pathname"])
+    if "'" not in url.partition("?")[2]:
+        # Browsers encode "'" in an http(s) query as %27; we keep it (an RFC 3986 sub-delim).
+        assert canonicalise(case["href"]) == canonical
+
+
+def test_whatwg_deliberate_differences_still_differ() -> None:
+    """Every listed deliberate difference is in the data and really differs from browsers."""
+    by_input = {case["input"]: case for case in WPT_CASES}
+    for url in DELIBERATE_DIFFERENCES:
+        case = by_input[url]
+        assert not case.get("failure"), url
+        canonical = _canonical_or_none(url)
+        assert canonical is None or _split_canonical(canonical)[0] != case["hostname"], url
