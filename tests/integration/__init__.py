@@ -1,0 +1,1 @@
+"""Integration tests: the real SQLite and PostgreSQL stores, no mocks."""

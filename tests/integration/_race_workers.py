@@ -1,0 +1,59 @@
+"""Worker functions for test_race, run in spawned processes (kept free of pytest imports)."""
+
+from __future__ import annotations
+
+import random
+import traceback
+from typing import Any
+
+from changewatch import ChangeWatch
+
+from ._pages import long_page, page, words
+
+URL = "https://example.com/race"
+TIMEOUT_S = 90
+
+
+def same_page_worker(database_url: str, barrier: Any, results: Any) -> None:
+    """Open a watch, wait for every worker, then decide the same new page at once."""
+    try:
+        with ChangeWatch(database_url=database_url, seen_url="memory:") as watch:
+            barrier.wait(timeout=TIMEOUT_S)
+            results.put(("ok", watch.should_parse(URL, long_page()).kind))
+    except BaseException:
+        results.put(("error", traceback.format_exc()))
+
+
+def batch_worker(database_url: str, seed: int, rounds: int, barrier: Any, results: Any) -> None:
+    """Decide ``rounds`` random, overlapping batches; report (url, kind) for every page."""
+    try:
+        rng = random.Random(seed)
+        pool = pool_urls()
+        with ChangeWatch(database_url=database_url, seen_url="memory:") as watch:
+            barrier.wait(timeout=TIMEOUT_S)
+            seen: list[tuple[str, str]] = []
+            for _ in range(rounds):
+                urls = rng.sample(pool, 50)
+                batch = [(u, _variant(u, rng.randrange(3))) for u in urls]
+                # A few URLs twice in one batch, with their own variant.
+                batch += [(u, _variant(u, rng.randrange(3))) for u in rng.sample(urls, 3)]
+                decisions = watch.should_parse_many(batch)
+                seen.extend((u, d.kind) for (u, _), d in zip(batch, decisions, strict=True))
+            results.put(("ok", seen))
+    except BaseException:
+        results.put(("error", traceback.format_exc()))
+
+
+def pool_urls() -> list[str]:
+    return [f"https://example.com/pool/{i}" for i in range(70)]
+
+
+def _variant(url: str, n: int) -> str:
+    """Three contents per URL: the base, a one-word edit, and a rewrite."""
+    seed = int(url.rsplit("/", 1)[1])
+    text = words(seed, 120)
+    if n == 1:
+        text[60] = "zeppelin"
+    elif n == 2:
+        text = words(seed + 5000, 120)
+    return page(text)

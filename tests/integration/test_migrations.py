@@ -1,0 +1,119 @@
+"""Alembic migrations: upgrade, no drift from the models, downgrade, upgrade again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from changewatch import ChangeWatch
+from changewatch.store import create_engine
+from changewatch.store.migrate import alembic_config, current_revision, head_revision, upgrade
+from changewatch.store.tables import metadata
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TABLES = {"page_snapshots", "page_versions"}
+
+
+def _tables(engine: sa.Engine) -> set[str]:
+    return set(sa.inspect(engine).get_table_names()) - {"alembic_version"}
+
+
+def _revision(engine: sa.Engine) -> str | None:
+    with engine.connect() as conn:
+        return current_revision(conn)
+
+
+def _assert_no_drift(engine: sa.Engine) -> None:
+    with engine.connect() as conn:
+        diffs = compare_metadata(
+            MigrationContext.configure(conn, opts={"compare_type": True}), metadata
+        )
+        assert diffs == []
+    with engine.begin() as conn:
+        command.check(alembic_config(connection=conn))
+
+
+def test_upgrade_check_downgrade_upgrade(make_database_url: Callable[..., str]) -> None:
+    """On an empty DB: upgrade head, no drift from the models, downgrade base, upgrade again."""
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+    try:
+        assert _tables(engine) == set()
+        assert _revision(engine) is None
+
+        upgrade(engine)
+        assert _tables(engine) == TABLES
+        assert _revision(engine) == head_revision()
+        _assert_no_drift(engine)
+
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "base")
+        assert _tables(engine) == set()
+        assert _revision(engine) is None
+
+        upgrade(engine)
+        assert _tables(engine) == TABLES
+        assert _revision(engine) == head_revision()
+        _assert_no_drift(engine)
+    finally:
+        engine.dispose()
+    with ChangeWatch(database_url=url, seen_url="memory:") as watch:
+        assert watch.should_parse("https://example.com/", "<p>migrated</p>").kind == "new"
+
+
+def test_drift_check_detects_a_missing_index(make_database_url: Callable[..., str]) -> None:
+    """The drift check used above does fail when the database differs from the models."""
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+    try:
+        upgrade(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.text("DROP INDEX ix_page_snapshots_host"))
+        with engine.connect() as conn:
+            diffs = compare_metadata(
+                MigrationContext.configure(conn, opts={"compare_type": True}), metadata
+            )
+        assert [d[0] for d in diffs] == ["add_index"]
+    finally:
+        engine.dispose()
+
+
+def test_alembic_cli_upgrades_with_the_repository_ini(tmp_path: Path) -> None:
+    """`alembic -c alembic.ini -x url=... upgrade head` from the repo root migrates SQLite."""
+    path = tmp_path / "cli.db"
+    url = f"sqlite:///{path}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHANGEWATCH_")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alembic",
+            "-c",
+            "alembic.ini",
+            "-x",
+            f"url={url}",
+            "upgrade",
+            "head",
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    engine = create_engine(url)
+    try:
+        assert _tables(engine) == TABLES
+        assert _revision(engine) == head_revision()
+    finally:
+        engine.dispose()

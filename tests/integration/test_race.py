@@ -1,0 +1,123 @@
+"""Concurrent workers (real processes) on one store: the invariants hold under races."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from changewatch import ChangeWatch, url_digest
+from changewatch.store.tables import page_snapshots, page_versions
+
+from ._race_workers import TIMEOUT_S, URL, batch_worker, same_page_worker
+
+WORKERS = 8
+
+
+def _run(target: Callable[..., None], args_per_worker: list[tuple[Any, ...]]) -> list[Any]:
+    """Start one spawned process per argument tuple, released together by a barrier."""
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(args_per_worker))
+    results = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, barrier, results)) for args in args_per_worker]
+    for proc in procs:
+        proc.start()
+    try:
+        outcomes = [results.get(timeout=TIMEOUT_S) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(timeout=TIMEOUT_S)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        results.close()
+        results.join_thread()
+    errors = [detail for status, detail in outcomes if status != "ok"]
+    assert not errors, "\n".join(errors)
+    assert [proc.exitcode for proc in procs] == [0] * len(procs)
+    return [detail for _, detail in outcomes]
+
+
+def _assert_same_page_race(database_url: str) -> None:
+    kinds = _run(same_page_worker, [(database_url,)] * WORKERS)
+    assert Counter(kinds) == {"new": 1, "unchanged": WORKERS - 1}
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            snap = conn.execute(sa.select(page_snapshots)).one()
+            versions = conn.execute(sa.select(page_versions)).all()
+    finally:
+        engine.dispose()
+    assert snap.url_digest == url_digest(URL)
+    assert (snap.fetch_count, snap.version_count) == (WORKERS, 1)
+    assert [(v.version_no, v.kind) for v in versions] == [(1, "new")]
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_same_new_page_from_eight_processes_on_postgres(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """8 processes, same new page at once (Postgres): one "new", 7 "unchanged", one version."""
+    _assert_same_page_race(make_pg_database())
+
+
+@pytest.mark.slow
+def test_same_new_page_from_eight_processes_on_sqlite(tmp_path: Path) -> None:
+    """8 processes, same new page at once (SQLite file): one "new", 7 "unchanged", one version."""
+    url = f"sqlite:///{tmp_path}/race.db"
+    ChangeWatch(database_url=url, seen_url="memory:").close()  # create the schema first
+    _assert_same_page_race(url)
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_overlapping_batches_from_eight_processes_keep_the_invariants(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """8 processes × overlapping random batches: counts and version rows match the decisions."""
+    database_url = make_pg_database()
+    rounds = 3
+    reports = _run(batch_worker, [(database_url, seed, rounds) for seed in range(WORKERS)])
+    calls: Counter[str] = Counter()
+    versions_decided: Counter[str] = Counter()
+    for report in reports:
+        for url, kind in report:
+            calls[url] += 1
+            if kind != "unchanged":
+                versions_decided[url] += 1
+    assert sum(calls.values()) == WORKERS * rounds * 53
+    assert sum(1 for r in reports for _, kind in r if kind == "new") == len(calls)
+
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            snaps = {bytes(r.url_digest): r for r in conn.execute(sa.select(page_snapshots))}
+            rows = conn.execute(
+                sa.select(
+                    page_versions.c.url_digest, page_versions.c.version_no, page_versions.c.kind
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    numbers: defaultdict[bytes, list[int]] = defaultdict(list)
+    kinds: defaultdict[bytes, list[str]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (bytes(r.url_digest), r.version_no)):
+        numbers[bytes(row.url_digest)].append(row.version_no)
+        kinds[bytes(row.url_digest)].append(row.kind)
+
+    assert sum(s.fetch_count for s in snaps.values()) == sum(calls.values())
+    assert set(snaps) == {url_digest(u) for u in calls}
+    for url, n_calls in calls.items():
+        digest = url_digest(url)
+        snap = snaps[digest]
+        assert snap.fetch_count == n_calls, url
+        assert snap.version_count == versions_decided[url], url
+        assert numbers[digest] == list(range(1, versions_decided[url] + 1)), url
+        assert kinds[digest][0] == "new", url
+        assert "new" not in kinds[digest][1:], url
