@@ -8,13 +8,16 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection, Engine
 
-from changewatch.errors import SchemaOutOfDateError
+from changewatch.errors import ConfigError, SchemaOutOfDateError
+from changewatch.store.store import _translate
 
 __all__ = [
     "alembic_config",
     "current_revision",
+    "database_revision",
     "ensure_current",
     "head_revision",
     "migrations_path",
@@ -55,10 +58,26 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
+def database_revision(engine: Engine) -> str | None:
+    """``current_revision`` on a fresh connection; driver errors become ``StoreError``."""
+    with _translate(_url_of(engine)), engine.connect() as conn:
+        return current_revision(conn)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run the migrations up to ``revision`` on ``engine``."""
-    with engine.begin() as conn:
-        command.upgrade(alembic_config(connection=conn), revision)
+    """Run the migrations up to ``revision`` on ``engine``.
+
+    Driver errors become ``StoreError``; a revision Alembic does not know, ``ConfigError``.
+    """
+    with _translate(_url_of(engine)), engine.begin() as conn:
+        try:
+            command.upgrade(alembic_config(connection=conn), revision)
+        except CommandError as exc:
+            raise ConfigError(f"cannot upgrade to revision {revision!r}: {exc}") from exc
+
+
+def _url_of(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
 
 
 def ensure_current(engine: Engine, *, auto_upgrade: bool) -> None:
