@@ -35,6 +35,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
@@ -43,12 +44,14 @@ __all__ = [
     "FINGERPRINT_VERSION",
     "MAX_FEATURE_WEIGHT",
     "Fingerprint",
+    "content_sha256",
     "decode_html",
     "feature_hash",
     "fingerprint",
     "hamming",
     "normalise",
     "raw_sha256",
+    "simhash",
     "simhash_features",
     "simhash_of_features",
     "text_fingerprint",
@@ -73,16 +76,13 @@ _META_CHARSET_RE = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.IGNORECASE
 )
 _HEADER_CHARSET_RE = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.IGNORECASE)
-# WHATWG Encoding Standard: these labels mean windows-1252; UTF-16 labels in a meta tag mean UTF-8.
+# WHATWG Encoding Standard: these labels mean windows-1252.
 _LABEL_ALIASES = {
     "iso-8859-1": "cp1252",
     "latin1": "cp1252",
     "latin-1": "cp1252",
     "us-ascii": "cp1252",
     "ascii": "cp1252",
-    "utf-16": "utf-8",
-    "utf-16le": "utf-8",
-    "utf-16be": "utf-8",
     "x-user-defined": "cp1252",
 }
 _WHITESPACE_RE = re.compile(r"\s+")
@@ -135,18 +135,26 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
     if encoding is None:
         match_bytes = _META_CHARSET_RE.search(html, 0, 1024)
         if match_bytes:
-            encoding = _codec(match_bytes.group(1).decode("ascii", "replace"))
-    return html.decode(encoding or "utf-8", "replace")
+            encoding = _codec(match_bytes.group(1).decode("ascii", "replace"), meta=True)
+    try:
+        return html.decode(encoding or "utf-8", "replace")
+    except (LookupError, UnicodeError):
+        # A label naming a codec that is not a text encoding (base64, rot13, undefined, idna…).
+        return html.decode("utf-8", "replace")
 
 
-def _codec(label: str) -> str | None:
+def _codec(label: str, *, meta: bool = False) -> str | None:
     """Map a charset label to a Python codec name, or None when unknown."""
     label = label.strip().lower()
     label = _LABEL_ALIASES.get(label, label)
     try:
-        return codecs.lookup(label).name
+        name = codecs.lookup(label).name
     except LookupError:
         return None
+    if meta and name.startswith(("utf-16", "utf-32")):
+        # WHATWG prescan: a <meta> readable as ASCII means the page is not UTF-16; use UTF-8.
+        return "utf-8"
+    return name
 
 
 def normalise(html: str | bytes, content_type: str | None = None) -> str:
@@ -168,13 +176,27 @@ def normalise_text(text: str) -> str:
     >>> normalise_text("  Ｆｕｌｌ\\u00a0WIDTH  ")
     'full width'
     """
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = unicodedata.normalize("NFKC", text)
-    return _WHITESPACE_RE.sub(" ", text).strip()
+    text = " ".join(text.split())
+    if text.isascii():
+        return text.lower()  # ASCII is already NFKC and case-folds to lower case
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    text = text.casefold()
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    # NFKC can turn a character into a space sequence (U+00A8 → " ̈"): collapse again.
+    return " ".join(text.split())
+
+
+def content_sha256(text: str) -> bytes:
+    """SHA-256 of normalised text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def simhash_features(text: str) -> dict[str, int]:
     """Weighted SimHash features of normalised text: word 3-shingles and their counts.
+
+    Texts of fewer than three words use the words themselves.
 
     >>> simhash_features("a b c a b c")
     {'a b c': 2, 'b c a': 1, 'c a b': 1}
@@ -188,38 +210,119 @@ def simhash_features(text: str) -> dict[str, int]:
     return {f: min(w, MAX_FEATURE_WEIGHT) for f, w in counts.items()}
 
 
+# Multipliers of MurmurHash3's 64-bit finaliser (Appleby, public domain) and a golden-ratio
+# constant, used to combine per-word hashes into a shingle hash.
+_M1 = 0xFF51AFD7ED558CCD
+_M2 = 0xC4CEB9FE1A85EC53
+_GOLDEN = 0x9E3779B97F4A7C15
+_MASK64 = (1 << 64) - 1
+
+
+def _word_hash(word: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "big")
+
+
+def _rotl(value: int, shift: int) -> int:
+    return ((value << shift) | (value >> (64 - shift))) & _MASK64
+
+
 def feature_hash(feature: bytes) -> bytes:
-    """The per-feature hash: 8-byte blake2b, read big-endian as the SimHash bits."""
-    return hashlib.blake2b(feature, digest_size=8).digest()
+    """The per-feature hash, 8 bytes, read big-endian as the SimHash bits.
+
+    A feature is one to three words separated by single spaces. Each word is hashed with
+    8-byte blake2b (stable across processes); word *i*'s hash is rotated left by 21·*i*
+    bits, the results are combined by multiply-xor and finished with MurmurHash3's fmix64.
+    Hashing words once and combining them is what lets :func:`simhash` vectorise the
+    shingles; this scalar version exists so the value can be checked against the
+    ``simhash`` package (``simhash.Simhash(features, hashfunc=feature_hash)``).
+    """
+    words = feature.split(b" ")
+    value = _word_hash(words[0])
+    for index, word in enumerate(words[1:], 1):
+        value = ((value * _GOLDEN) & _MASK64) ^ _rotl(_word_hash(word), 21 * index)
+    return _fmix64(value).to_bytes(8, "big")
+
+
+def _fmix64(value: int) -> int:
+    value ^= value >> 33
+    value = (value * _M1) & _MASK64
+    value ^= value >> 33
+    value = (value * _M2) & _MASK64
+    return value ^ (value >> 33)
+
+
+def _fmix64_array(values: Any) -> Any:
+    values = values ^ (values >> np.uint64(33))
+    values = values * np.uint64(_M1)
+    values = values ^ (values >> np.uint64(33))
+    values = values * np.uint64(_M2)
+    return values ^ (values >> np.uint64(33))
+
+
+def _rotl_array(values: Any, shift: int) -> Any:
+    return (values << np.uint64(shift)) | (values >> np.uint64(64 - shift))
+
+
+def simhash(text: str) -> int:
+    """64-bit weighted SimHash of normalised text (features: :func:`simhash_features`).
+
+    Equal to ``simhash_of_features(simhash_features(text))``, computed without building the
+    shingle strings: each distinct word is hashed once, shingle hashes are combined in numpy
+    (:func:`feature_hash` is the scalar definition), identical shingles are counted, and
+    the weighted bit sums are one matrix product.
+
+    >>> simhash("") == 0
+    True
+    """
+    words = _WORD_RE.findall(text)
+    if not words:
+        return 0
+    table = {word: _word_hash(word.encode("utf-8", "surrogatepass")) for word in set(words)}
+    hashes = np.fromiter((table[w] for w in words), dtype=np.uint64, count=len(words))
+    if len(words) >= 3:
+        with np.errstate(over="ignore"):
+            combined = hashes[:-2] * np.uint64(_GOLDEN) ^ _rotl_array(hashes[1:-1], 21)
+            combined = combined * np.uint64(_GOLDEN) ^ _rotl_array(hashes[2:], 42)
+            hashes = _fmix64_array(combined)
+    else:
+        hashes = _fmix64_array(hashes)
+    unique, counts = np.unique(hashes, return_counts=True)
+    return _weighted_simhash(unique, np.minimum(counts, MAX_FEATURE_WEIGHT))
+
+
+def _weighted_simhash(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """Bit b is set when the features whose hash has bit b carry over half the weight."""
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(-1, 64)
+    # float64 holds these integer sums exactly (< 2**53) and takes the BLAS path.
+    sums = weights.astype(np.float64) @ bits.astype(np.float64)
+    packed = np.packbits(sums * 2 > int(weights.sum())).tobytes()
+    return int.from_bytes(packed, "big")
 
 
 def simhash_of_features(features: dict[str, int]) -> int:
     """64-bit weighted SimHash of ``features`` (feature → positive weight).
 
-    Bit *b* of the result is set when the weights of the features whose hash has bit *b*
-    set add up to more than half of all weights — the rule of ``simhash.Simhash``.
+    Bit *b* of the result is set when the weights of the features whose hash
+    (:func:`feature_hash`) has bit *b* set add up to more than half of all weights — the rule
+    of ``simhash.Simhash``.
 
     >>> simhash_of_features({})
     0
     """
     if not features:
         return 0
-    blake = hashlib.blake2b
-    digests = b"".join([blake(f.encode("utf-8"), digest_size=8).digest() for f in features])
-    bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8)).reshape(-1, 64)
+    digests = b"".join([feature_hash(f.encode("utf-8", "surrogatepass")) for f in features])
+    hashes = np.frombuffer(digests, dtype=">u8").astype(np.uint64)
     weights = np.fromiter(features.values(), dtype=np.int64, count=len(features))
-    sums = weights @ bits
-    total = int(weights.sum())
-    packed = np.packbits(sums * 2 > total).tobytes()
-    return int.from_bytes(packed, "big")
+    return _weighted_simhash(hashes, weights)
 
 
 def text_fingerprint(raw: bytes, text: str) -> Fingerprint:
     """Fingerprint of already normalised ``text`` whose raw page hashed to ``raw``."""
     return Fingerprint(
         raw_sha256=raw,
-        content_sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(),
-        simhash=simhash_of_features(simhash_features(text)),
+        content_sha256=content_sha256(text),
+        simhash=simhash(text),
         text_length=len(text),
     )
 

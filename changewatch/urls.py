@@ -91,6 +91,7 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _PLAIN_PATH_RE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
 _PLAIN_QUERY_RE = re.compile(r"[A-Za-z0-9\-._~!$'()*+,;:@/?=&]*")
 _PERCENT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
+_IPV4_PART_RE = re.compile(r"0[xX][0-9A-Fa-f]*|[0-9]+")
 
 
 def canonicalise(url: str, *, max_length: int = DEFAULT_MAX_URL_LENGTH) -> str:
@@ -218,6 +219,9 @@ def _canonical_host(url: str, host: str) -> str:
     if not host:
         raise InvalidURLError(url, "empty host")
     if host.startswith("["):
+        if "%" in host:
+            # WHATWG URL: an IPv6 zone identifier is not part of a URL's host.
+            raise InvalidURLError(url, f"IPv6 host {host!r} has a zone identifier")
         try:
             return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
         except ValueError:
@@ -269,6 +273,9 @@ def _ipv4(url: str, labels: list[str]) -> str:
     for part in labels:
         if not part:
             raise InvalidURLError(url, "IPv4 host has an empty part")
+        if not _IPV4_PART_RE.fullmatch(part):
+            # int() would also take "+1", "-1" and "1_0"; WHATWG takes ASCII digits only.
+            raise InvalidURLError(url, f"IPv4 part {part!r} is not a number")
         try:
             if part[:2] in ("0x", "0X"):
                 value = int(part[2:] or "0", 16)

@@ -35,11 +35,26 @@ from changewatch.config import (
     load_settings,
 )
 from changewatch.errors import PageTooLargeError, StoreConflictError
-from changewatch.fingerprint import FINGERPRINT_VERSION, Fingerprint, fingerprint, hamming
+from changewatch.fingerprint import (
+    FINGERPRINT_VERSION,
+    Fingerprint,
+    content_sha256,
+    hamming,
+    normalise,
+    simhash,
+)
 from changewatch.fingerprint import raw_sha256 as hash_raw
 from changewatch.model import Decision, DecisionKind, Version
 from changewatch.seen import SeenSet, open_seen_set
-from changewatch.store import Change, NewPage, SnapshotStore, Touch, WriteConflict, open_store
+from changewatch.store import (
+    Change,
+    NewPage,
+    RawHit,
+    SnapshotStore,
+    Touch,
+    WriteConflict,
+    open_store,
+)
 from changewatch.urls import CANON_VERSION, canonicalise, digest_canonical, strip_query, url_host
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "ChangeWatch", "should_parse"]
@@ -63,6 +78,8 @@ class _Page:
     content_type: str | None
     etag: str | None
     last_modified: str | None
+    text: str | None = None
+    content: bytes | None = None
     fp: Fingerprint | None = None
 
 
@@ -157,6 +174,12 @@ class ChangeWatch:
         ``max_page_bytes``, ``StoreError`` when the store fails; nothing is written then.
         """
         page = self._prepare(url, html, content_type, etag, last_modified)
+        # The common re-crawl case, identical bytes, in one autocommitted statement.
+        hit = self._store.touch_unchanged(
+            self._clock(), page.digest, page.raw, FINGERPRINT_VERSION, etag, last_modified
+        )
+        if hit is not None:
+            return self._raw_unchanged(page, hit)
         return self._decide_batch([page])[0]
 
     def should_parse_many(self, pages: Iterable[tuple[str, Html]]) -> list[Decision]:
@@ -246,10 +269,33 @@ class ChangeWatch:
             return strip_query(canonical)
         return None
 
+    def _content(self, page: _Page) -> bytes:
+        """The page's normalised-text SHA-256 (parsing it once, on first need)."""
+        if page.content is None:
+            page.text = normalise(page.html, page.content_type)
+            page.content = content_sha256(page.text)
+        return page.content
+
     def _fingerprint(self, page: _Page) -> Fingerprint:
+        """The whole fingerprint; the SimHash is only computed when a decision needs it."""
         if page.fp is None:
-            page.fp = fingerprint(page.html, page.content_type)
+            content = self._content(page)
+            assert page.text is not None
+            page.fp = Fingerprint(page.raw, content, simhash(page.text), len(page.text))
         return page.fp
+
+    @staticmethod
+    def _raw_unchanged(page: _Page, hit: RawHit) -> Decision:
+        return Decision(
+            "unchanged",
+            page.url,
+            page.digest,
+            hit.content_sha256,
+            hit.simhash,
+            distance=0,
+            path="raw",
+            version=hit.version_count,
+        )
 
     def _decide_batch(self, pages: Sequence[_Page]) -> list[Decision]:
         for attempt in range(self._max_attempts):
@@ -266,10 +312,17 @@ class ChangeWatch:
         )
 
     def _attempt(self, pages: Sequence[_Page]) -> list[Decision]:
+        """Decide a batch in one transaction; :class:`WriteConflict` if a page moved meanwhile.
+
+        Batches read every snapshot in one ``SELECT`` (locking the rows, in digest order, on
+        Postgres) rather than trying the one-statement fast path first: two statements that
+        each lock rows in digest order would not lock them in one global order, and
+        concurrent batches could deadlock.
+        """
         now = self._clock()
         with self._store.transaction() as tx:
             snapshots = tx.lookup([p.digest for p in pages])
-            decisions: list[Decision] = []
+            decided: dict[bytes, Decision] = {}
             new: list[NewPage] = []
             touches: list[Touch] = []
             changes: list[Change] = []
@@ -288,51 +341,35 @@ class ChangeWatch:
                             page.last_modified,
                         )
                     )
-                    decisions.append(
-                        Decision(
-                            "new", page.url, page.digest, fp.content_sha256, fp.simhash, path="new"
-                        )
+                    decided[page.digest] = Decision(
+                        "new", page.url, page.digest, fp.content_sha256, fp.simhash, path="new"
                     )
                     continue
-                if snap.raw_sha256 == page.raw and snap.fingerprint_version == FINGERPRINT_VERSION:
+                same_rules = snap.fingerprint_version == FINGERPRINT_VERSION
+                if same_rules and snap.raw_sha256 == page.raw:
+                    path = "raw"
+                elif same_rules and self._content(page) == snap.content_sha256:
+                    path = "normalised"
+                else:
+                    path = ""
+                if path:
                     touches.append(
                         Touch(
                             page.digest, snap.version_count, page.raw, page.etag, page.last_modified
                         )
                     )
-                    decisions.append(
-                        Decision(
-                            "unchanged",
-                            page.url,
-                            page.digest,
-                            snap.content_sha256,
-                            snap.simhash,
-                            distance=0,
-                            path="raw",
-                            version=snap.version_count,
-                        )
+                    decided[page.digest] = Decision(
+                        "unchanged",
+                        page.url,
+                        page.digest,
+                        snap.content_sha256,
+                        snap.simhash,
+                        distance=0,
+                        path=path,
+                        version=snap.version_count,
                     )
                     continue
                 fp = self._fingerprint(page)
-                if fp.content_sha256 == snap.content_sha256:
-                    touches.append(
-                        Touch(
-                            page.digest, snap.version_count, page.raw, page.etag, page.last_modified
-                        )
-                    )
-                    decisions.append(
-                        Decision(
-                            "unchanged",
-                            page.url,
-                            page.digest,
-                            fp.content_sha256,
-                            fp.simhash,
-                            distance=0,
-                            path="normalised",
-                            version=snap.version_count,
-                        )
-                    )
-                    continue
                 distance = hamming(fp.simhash, snap.simhash)
                 kind: DecisionKind = "minor" if distance <= self.minor_distance else "changed"
                 changes.append(
@@ -347,18 +384,17 @@ class ChangeWatch:
                         page.last_modified,
                     )
                 )
-                decisions.append(
-                    Decision(
-                        kind,
-                        page.url,
-                        page.digest,
-                        fp.content_sha256,
-                        fp.simhash,
-                        distance=distance,
-                        path="simhash",
-                        version=snap.version_count + 1,
-                    )
+                decided[page.digest] = Decision(
+                    kind,
+                    page.url,
+                    page.digest,
+                    fp.content_sha256,
+                    fp.simhash,
+                    distance=distance,
+                    path="simhash",
+                    version=snap.version_count + 1,
                 )
+            decisions = [decided[p.digest] for p in pages]
             if new:
                 decisions = self._with_duplicates(
                     tx.find_by_content([n.fp.content_sha256 for n in new]), decisions
@@ -374,15 +410,21 @@ class ChangeWatch:
         return decisions
 
     def _with_duplicates(
-        self, stored: dict[bytes, str], decisions: list[Decision]
+        self, stored: dict[bytes, tuple[bytes, str]], decisions: list[Decision]
     ) -> list[Decision]:
-        """Fill ``duplicate_of`` for new pages: stored pages first, then earlier in the batch."""
-        earlier: dict[bytes, str] = {}
+        """Fill ``duplicate_of`` for new pages: the page with the smallest URL digest among
+        those stored and those earlier in the batch, as one-by-one calls would find it."""
+        best = dict(stored)
         out = []
         for d in decisions:
             if d.kind == "new":
-                other = stored.get(d.content_sha256) or earlier.get(d.content_sha256)
-                earlier.setdefault(d.content_sha256, self._stored_url(d.url) or d.url_digest.hex())
+                found = best.get(d.content_sha256)
+                if found is None or d.url_digest < found[0]:
+                    best[d.content_sha256] = (
+                        d.url_digest,
+                        self._stored_url(d.url) or d.url_digest.hex(),
+                    )
+                other = None if found is None else found[1]
                 if other is not None:
                     d = Decision(
                         d.kind,

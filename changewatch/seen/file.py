@@ -101,12 +101,16 @@ class FileExactSeenSet:
             return True
 
     def add_many(self, digests: Iterable[bytes]) -> list[bool]:
+        # Check the whole batch first: a bad digest must not leave half the batch added
+        # (and, in a file, added in memory but never counted for saving).
+        batch = list(digests)
+        for digest in batch:
+            check_digest(digest)
         out = []
         with self._lock:
             self._check_open()
             items = self._items
-            for digest in digests:
-                check_digest(digest)
+            for digest in batch:
                 if digest in items:
                     out.append(False)
                 else:

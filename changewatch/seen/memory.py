@@ -31,11 +31,14 @@ class MemorySeenSet:
             return True
 
     def add_many(self, digests: Iterable[bytes]) -> list[bool]:
+        # Check the whole batch first: a bad digest must not leave half the batch added.
+        batch = list(digests)
+        for digest in batch:
+            check_digest(digest)
         out = []
         with self._lock:
             items = self._items
-            for digest in digests:
-                check_digest(digest)
+            for digest in batch:
                 if digest in items:
                     out.append(False)
                 else:

@@ -19,6 +19,7 @@ from changewatch.store.migrate import ensure_current
 from changewatch.store.store import (
     Change,
     NewPage,
+    RawHit,
     SnapshotStore,
     StoreTransaction,
     Touch,
@@ -30,6 +31,7 @@ from changewatch.store.store import (
 __all__ = [
     "Change",
     "NewPage",
+    "RawHit",
     "SnapshotStore",
     "StoreTransaction",
     "Touch",

@@ -1,7 +1,9 @@
 """Every SQL statement of the snapshot store, on SQLite and Postgres.
 
-Writes are optimistic: a batch reads the snapshots it needs, decides in Python, then writes
-with conditions that only hold if nobody else wrote those pages in between —
+On Postgres the lookup locks the snapshot rows it reads (``FOR UPDATE``, in digest order), so
+known pages cannot change under a batch. Writes are also conditional: a batch reads the
+snapshots it needs, decides in Python, then writes with conditions that only hold if nobody
+else wrote those pages in between —
 ``INSERT … ON CONFLICT DO NOTHING`` for new pages, ``UPDATE … WHERE version_count = :seen``
 for known ones. If any condition fails the whole transaction rolls back and
 :class:`WriteConflict` tells the caller to decide again on fresh data. The invariants
@@ -30,7 +32,15 @@ from changewatch.fingerprint import Fingerprint
 from changewatch.model import Snapshot, Version
 from changewatch.store.tables import page_snapshots, page_versions
 
-__all__ = ["Change", "NewPage", "SnapshotStore", "StoreTransaction", "Touch", "WriteConflict"]
+__all__ = [
+    "Change",
+    "NewPage",
+    "RawHit",
+    "SnapshotStore",
+    "StoreTransaction",
+    "Touch",
+    "WriteConflict",
+]
 
 _SNAP = page_snapshots.c
 _VER = page_versions.c
@@ -56,6 +66,15 @@ class NewPage:
 
 
 @dataclass(frozen=True, slots=True)
+class RawHit:
+    """A page whose stored raw hash matched: counted and moved by the fast-path statement."""
+
+    content_sha256: bytes
+    simhash: int
+    version_count: int
+
+
+@dataclass(frozen=True, slots=True)
 class Touch:
     """An unchanged fetch: count it, move ``last_seen``, remember the latest raw hash."""
 
@@ -78,6 +97,25 @@ class Change:
     previous_last_seen: datetime
     etag: str | None = None
     last_modified: str | None = None
+
+
+# The unchanged-bytes fast path of a single page as one statement: count the fetch only where
+# the stored raw hash (and fingerprint version) still equal the page's, and return the row.
+_FAST_TOUCH = (
+    sa.update(page_snapshots)
+    .where(
+        _SNAP.url_digest == bindparam("digest"),
+        _SNAP.raw_sha256 == bindparam("raw"),
+        _SNAP.fingerprint_version == bindparam("fpv"),
+    )
+    .values(
+        last_seen=bindparam("now"),
+        fetch_count=_SNAP.fetch_count + 1,
+        etag=func.coalesce(bindparam("etag", type_=sa.Text), _SNAP.etag),
+        last_modified=func.coalesce(bindparam("lm", type_=sa.Text), _SNAP.last_modified),
+    )
+    .returning(_SNAP.content_sha256, _SNAP.simhash, _SNAP.version_count)
+)
 
 
 def redact(database_url: str) -> str:
@@ -125,6 +163,10 @@ class StoreTransaction:
             _SNAP.version_count,
             _SNAP.last_seen,
         ).where(_SNAP.url_digest.in_(sa.bindparam("digests", expanding=True)))
+        if self._dialect == "postgresql":
+            # Lock the rows read, in one global order: concurrent batches then queue instead
+            # of deadlocking or invalidating each other's decisions until they give up.
+            stmt = stmt.order_by(_SNAP.url_digest).with_for_update()
         with _translate(self._database_url):
             rows = self._conn.execute(stmt, {"digests": list(set(digests))}).all()
         return {
@@ -141,15 +183,25 @@ class StoreTransaction:
             for r in rows
         }
 
-    def find_by_content(self, contents: Sequence[bytes]) -> dict[bytes, str]:
-        """For each normalised-content hash, one stored page with it (URL, or digest hex)."""
+    def find_by_content(self, contents: Sequence[bytes]) -> dict[bytes, tuple[bytes, str]]:
+        """For each normalised-content hash, the stored page with it that has the smallest
+        URL digest: ``(digest, URL or digest hex)``."""
         if not contents:
             return {}
-        stmt = (
-            sa.select(_SNAP.content_sha256, func.min(_SNAP.url_digest).label("d"))
+        # The smallest digest per content hash, picked with row_number(): Postgres before 18
+        # has no min(bytea), so min(url_digest) ... GROUP BY fails there.
+        ranked = (
+            sa.select(
+                _SNAP.content_sha256,
+                _SNAP.url_digest.label("d"),
+                func.row_number()
+                .over(partition_by=_SNAP.content_sha256, order_by=_SNAP.url_digest)
+                .label("n"),
+            )
             .where(_SNAP.content_sha256.in_(sa.bindparam("contents", expanding=True)))
-            .group_by(_SNAP.content_sha256)
+            .subquery()
         )
+        stmt = sa.select(ranked.c.content_sha256, ranked.c.d).where(ranked.c.n == 1)
         with _translate(self._database_url):
             rows = self._conn.execute(stmt, {"contents": list(set(contents))}).all()
             if not rows:
@@ -160,11 +212,11 @@ class StoreTransaction:
                         _SNAP.url_digest.in_(sa.bindparam("d", expanding=True))
                     ),
                     {"d": [r.d for r in rows]},
-                )
-                .tuples()
-                .all()
+                ).all()
             )
-        return {bytes(r.content_sha256): urls.get(r.d) or bytes(r.d).hex() for r in rows}
+        return {
+            bytes(r.content_sha256): (bytes(r.d), urls.get(r.d) or bytes(r.d).hex()) for r in rows
+        }
 
     def write(
         self,
@@ -183,6 +235,8 @@ class StoreTransaction:
                 self._change(now, changes)
 
     def _insert_new(self, now: datetime, pages: Sequence[NewPage]) -> None:
+        # Digest order, like the locks taken by lookup(), so racing inserts cannot deadlock.
+        pages = sorted(pages, key=lambda p: p.url_digest)
         insert = postgresql.insert if self._dialect == "postgresql" else sqlite.insert
         stmt = (
             insert(page_snapshots)
@@ -347,6 +401,33 @@ class SnapshotStore:
         with _translate(self.database_url), self.engine.begin() as conn:
             yield StoreTransaction(conn, self.dialect, self.database_url)
 
+    def touch_unchanged(
+        self,
+        now: datetime,
+        digest: bytes,
+        raw_sha256: bytes,
+        fingerprint_version: int,
+        etag: str | None = None,
+        last_modified: str | None = None,
+    ) -> RawHit | None:
+        """The fast path for one page, in one autocommitted statement (one round trip).
+
+        Counts the fetch only if the stored raw hash and fingerprint version still equal the
+        page's, and returns what the decision needs; ``None``, having written nothing, if not.
+        """
+        params = {
+            "digest": digest,
+            "raw": raw_sha256,
+            "fpv": fingerprint_version,
+            "now": now,
+            "etag": etag,
+            "lm": last_modified,
+        }
+        with _translate(self.database_url), self.engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            row = conn.execute(_FAST_TOUCH, params).first()
+        return None if row is None else RawHit(bytes(row[0]), row[1], row[2])
+
     def history(self, digest: bytes) -> list[Version]:
         """Every version of a page, oldest first; the current one ends at the last fetch."""
         stmt = (
@@ -387,7 +468,7 @@ class SnapshotStore:
                 )
             ).one()
             kinds: dict[str, int] = dict(
-                conn.execute(sa.select(_VER.kind, func.count()).group_by(_VER.kind)).tuples().all()
+                conn.execute(sa.select(_VER.kind, func.count()).group_by(_VER.kind)).all()
             )
         fetches = int(snap.fetches)
         versions = sum(kinds.values())
