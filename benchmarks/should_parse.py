@@ -1,6 +1,6 @@
 """Benchmark ``ChangeWatch.should_parse`` against the cost of merely parsing each page.
 
-Real pages (``/work/shared/corpus/pages-readability``, 20–100 KiB raw) are fed to
+Real pages (``../shared/corpus/pages-readability``, 20–100 KiB raw) are fed to
 ``should_parse`` / ``should_parse_many`` on SQLite (temp file) and Postgres (a scratch
 database, dropped at the end) in four scenarios: unchanged bytes (raw fast path), unchanged
 after a noise-only re-render (normalised path), changed text (SimHash path) and new URLs.
@@ -42,7 +42,14 @@ from sqlalchemy.engine import make_url
 from changewatch import ChangeWatch, Decision, fingerprint
 from changewatch.store import open_store
 
-CORPUS = Path("/work/shared/corpus/pages-readability")
+# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides).
+CORPUS = (
+    Path(
+        os.environ.get("CHANGEWATCH_CORPUS")
+        or Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    )
+    / "pages-readability"
+)
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 # scenario -> the Decision.path every page of it must take
 SCENARIOS = {"unchanged-raw": "raw", "unchanged-noise": "normalised", "changed": "simhash"}

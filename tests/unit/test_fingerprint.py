@@ -34,7 +34,12 @@ from changewatch.fingerprint import (
     simhash_of_features,
 )
 
-CORPUS = Path("/work/shared/corpus/pages-readability")
+# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
+SHARED_CORPUS = Path(
+    os.environ.get("CHANGEWATCH_CORPUS")
+    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
+)
+CORPUS = SHARED_CORPUS / "pages-readability"
 MASK64 = (1 << 64) - 1
 
 

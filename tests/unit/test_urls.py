@@ -23,7 +23,12 @@ from changewatch.urls import (
     url_digest,
 )
 
-WPT_DATA = Path("/work/shared/corpus/urls/wpt-urltestdata.json")
+# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
+SHARED_CORPUS = Path(
+    os.environ.get("CHANGEWATCH_CORPUS")
+    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
+)
+WPT_DATA = SHARED_CORPUS / "urls" / "wpt-urltestdata.json"
 
 #: WHATWG cases (input → reason) where canonicalise deliberately disagrees with browsers on
 #: host, path or validity. Each one is skipped in the conformance test and checked to still
