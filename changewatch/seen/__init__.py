@@ -1,100 +1,113 @@
 """URL seen-sets: "have we already queued this URL?", checked and set in one step.
 
 Every backend implements :class:`SeenSet` over 16-byte URL digests
-(:func:`changewatch.urls.url_digest`); :func:`open_seen_set` builds one from a URL:
+(:func:`changewatch.urls.url_digest`; a ``str`` given instead is canonicalised and digested).
+:func:`open_seen_set` builds one from a URL:
 
 ``memory:``
-    an exact in-process set of digests (:class:`MemorySeenSet`);
-``file:PATH[?kind=exact]``
-    an exact set persisted to ``PATH`` (:class:`FileExactSeenSet`), saved atomically on
-    ``close()`` and every ``checkpoint=N`` additions (default 10,000).
+    an exact in-process set (:class:`MemorySeenSet`);
+``file:PATH?kind=exact``
+    an exact set persisted to ``PATH`` (:class:`FileExactSeenSet`);
+``file:PATH?kind=bloom&capacity=N&error_rate=P[&scalable=1]``
+    a Bloom filter persisted to ``PATH`` (:class:`FileBloomSeenSet`); ``scalable=1`` chains
+    sub-filters past the capacity instead of letting the error rate grow;
+``redis://host:port/db?kind=set|bloom&key=NAME&capacity=N&error_rate=P&ttl=SECONDS``
+    shared by every worker (:mod:`changewatch.seen.redis`, needs the ``redis`` extra).
+
+File options: ``checkpoint_s=SECONDS`` saves at most that long after an addition (default
+30); ``checkpoint=N`` also saves every N additions; and ``close()`` always saves.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote
 
-from changewatch.errors import ConfigError
-from changewatch.seen.file import DEFAULT_CHECKPOINT_ITEMS, FileExactSeenSet
+from changewatch.seen.file import (
+    DEFAULT_BLOOM_CAPACITY,
+    DEFAULT_BLOOM_ERROR_RATE,
+    DEFAULT_CHECKPOINT_ITEMS,
+    DEFAULT_CHECKPOINT_S,
+    FileBloomSeenSet,
+    FileExactSeenSet,
+)
 from changewatch.seen.memory import MemorySeenSet
+from changewatch.seen.options import SeenURL
 
-__all__ = ["FileExactSeenSet", "MemorySeenSet", "SeenSet", "open_seen_set"]
+__all__ = ["FileBloomSeenSet", "FileExactSeenSet", "MemorySeenSet", "SeenSet", "open_seen_set"]
 
 
 @runtime_checkable
 class SeenSet(Protocol):
-    """A set of 16-byte URL digests with an atomic check-and-set."""
+    """A set of URL digests with an atomic check-and-set."""
 
-    def add(self, digest: bytes) -> bool:
-        """Add a digest; True when it was not there before (enqueue the URL)."""
+    def add(self, item: str | bytes) -> bool:
+        """Add a URL or digest; True when it was not there before (enqueue the URL)."""
 
-    def add_many(self, digests: Iterable[bytes]) -> list[bool]:
-        """Add several digests; one answer each, in order (a repeat within the batch is False)."""
+    def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
+        """Add several; one answer each, in order (a repeat within the batch is False)."""
 
-    def __contains__(self, digest: object) -> bool:
-        """Whether a digest was added."""
+    def __contains__(self, item: object) -> bool:
+        """Whether a URL or digest was added (Bloom filters: maybe, never a false no)."""
 
     def stats(self) -> Mapping[str, Any]:
-        """``kind``, ``items``, ``bytes`` and backend-specific figures."""
+        """``kind``, ``capacity``, ``items``, ``bits``, ``bytes``, ``error_rate`` (configured)
+        and ``estimated_error_rate`` (at the current fill), plus backend figures."""
 
     def close(self) -> None:
         """Persist (where the backend does) and release resources."""
 
 
 def open_seen_set(url: str) -> SeenSet:
-    """Build a seen-set from its URL (``memory:`` or ``file:PATH?kind=exact``).
+    """Build a seen-set from its URL; :class:`~changewatch.errors.ConfigError` if malformed.
 
     >>> open_seen_set("memory:").stats()["kind"]
     'memory-exact'
     """
-    if not isinstance(url, str) or ":" not in url:
-        raise ConfigError(f"seen-set URL {url!r} has no scheme (expected memory: or file:)")
-    scheme, _, rest = url.partition(":")
-    scheme = scheme.lower()
-    parts = urlsplit(url)
-    options = dict(parse_qsl(parts.query, keep_blank_values=True))
-    kind = options.pop("kind", "exact")
-    if scheme == "memory":
-        _no_options(url, options)
-        if kind != "exact":
-            raise ConfigError(f"seen-set URL {url!r}: kind={kind!r} is not available in memory:")
+    parsed = SeenURL(url)
+    if parsed.scheme == "memory":
+        parsed.choice("kind", "exact", ("exact",))
+        parsed.done()
         return MemorySeenSet()
-    if scheme == "file":
-        path = (
-            unquote(parts.netloc + parts.path)
-            if rest.startswith("//")
-            else unquote(rest.partition("?")[0])
-        )
-        if not path:
-            raise ConfigError(f"seen-set URL {url!r} names no file")
-        if kind != "exact":
-            raise ConfigError(
-                f"seen-set URL {url!r}: kind={kind!r} is not supported "
-                "(this version has kind=exact)"
-            )
-        checkpoint = _int_option(url, options, "checkpoint", DEFAULT_CHECKPOINT_ITEMS)
-        _no_options(url, options)
-        return FileExactSeenSet(path, checkpoint_items=checkpoint)
-    raise ConfigError(
-        f"seen-set URL {url!r}: unknown scheme {scheme!r} (expected memory: or file:)"
+    if parsed.scheme == "file":
+        return _open_file(parsed)
+    if parsed.scheme in ("redis", "rediss", "redis+cluster"):
+        try:
+            from changewatch.seen.redis import open_redis_seen_set
+        except ModuleNotFoundError as exc:  # the optional driver is not installed
+            raise parsed.error(
+                "redis:// seen-sets need the redis extra: pip install 'changewatch[redis]'"
+            ) from exc
+        return open_redis_seen_set(parsed)
+    raise parsed.error(f"unknown scheme {parsed.scheme!r} (expected memory:, file: or redis://)")
+
+
+def _open_file(parsed: SeenURL) -> SeenSet:
+    rest = parsed.url.partition(":")[2]
+    path = (
+        unquote(parsed.parts.netloc + parsed.parts.path)
+        if rest.startswith("//")
+        else unquote(rest.partition("?")[0])
     )
-
-
-def _int_option(url: str, options: dict[str, str], name: str, default: int) -> int:
-    raw = options.pop(name, None)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"seen-set URL {url!r}: {name}={raw!r} is not an integer") from None
-    if value <= 0:
-        raise ConfigError(f"seen-set URL {url!r}: {name} must be positive")
-    return value
-
-
-def _no_options(url: str, options: dict[str, str]) -> None:
-    if options:
-        raise ConfigError(f"seen-set URL {url!r}: unknown option(s) {', '.join(sorted(options))}")
+    if not path:
+        raise parsed.error("names no file")
+    kind = parsed.choice("kind", "exact", ("exact", "bloom"))
+    checkpoint = parsed.integer("checkpoint", DEFAULT_CHECKPOINT_ITEMS)
+    checkpoint_s = parsed.seconds("checkpoint_s", DEFAULT_CHECKPOINT_S)
+    if kind == "exact":
+        parsed.done()
+        return FileExactSeenSet(path, checkpoint_items=checkpoint, checkpoint_s=checkpoint_s)
+    capacity = parsed.integer("capacity", DEFAULT_BLOOM_CAPACITY)
+    assert capacity is not None
+    error_rate = parsed.rate("error_rate", DEFAULT_BLOOM_ERROR_RATE)
+    scalable = parsed.flag("scalable", False)
+    parsed.done()
+    return FileBloomSeenSet(
+        path,
+        capacity=capacity,
+        error_rate=error_rate,
+        scalable=scalable,
+        checkpoint_items=checkpoint,
+        checkpoint_s=checkpoint_s,
+    )

@@ -1,16 +1,37 @@
-"""Shared checks for seen-set inputs."""
+"""Inputs of every seen-set: URLs or their 16-byte digests, checked before anything is added."""
 
 from __future__ import annotations
 
-__all__ = ["DIGEST_SIZE", "check_digest"]
+from collections.abc import Iterable
+
+from changewatch.urls import url_digest
+
+__all__ = ["DIGEST_SIZE", "check_digest", "to_digest", "to_digests"]
 
 DIGEST_SIZE = 16
 
 
 def check_digest(digest: object) -> None:
-    """Refuse anything but a 16-byte URL digest (pass URLs through ``url_digest`` first)."""
+    """Refuse anything but a 16-byte URL digest."""
     if not isinstance(digest, bytes) or len(digest) != DIGEST_SIZE:
         raise TypeError(
-            f"seen-sets hold 16-byte URL digests, got {type(digest).__name__}"
+            f"seen-sets hold URLs (str) or 16-byte URL digests, got {type(digest).__name__}"
             + (f" of {len(digest)} bytes" if isinstance(digest, bytes) else "")
         )
+
+
+def to_digest(item: str | bytes) -> bytes:
+    """A URL's digest (:func:`changewatch.urls.url_digest`), or a digest as it is.
+
+    Raises ``InvalidURLError`` for a URL that cannot be canonicalised and ``TypeError`` for
+    anything but ``str`` or 16 ``bytes``.
+    """
+    if isinstance(item, str):
+        return url_digest(item)
+    check_digest(item)
+    return item
+
+
+def to_digests(items: Iterable[str | bytes]) -> list[bytes]:
+    """``to_digest`` for a batch: every item is checked before any is added."""
+    return [to_digest(item) for item in items]

@@ -1,6 +1,13 @@
-"""An exact seen-set persisted to a file, saved atomically.
+"""Seen-sets persisted to a file: an exact set, and Bloom filters (fixed or scalable).
 
-File format (all integers big-endian)::
+Both keep the set in memory and save it atomically — a temporary file beside the target,
+``fsync``, rename over the target, ``fsync`` of the directory — on ``close()``, on
+``save()``, every ``checkpoint_s`` seconds while additions arrive (default 30) and, if
+``checkpoint_items`` is given, every that many additions, so a crash at any moment leaves the old
+or the new file, never a broken one. One process at a time may hold a file open (an
+exclusive ``flock`` on ``PATH.lock``); a second is refused with a clear error.
+
+Exact-set file (integers big-endian)::
 
     offset  size  field
     0       8     magic  b"CWSEEN\\r\\n"
@@ -11,55 +18,88 @@ File format (all integers big-endian)::
     24      32    SHA-256 of the body
     56      16·n  body: the digests, sorted
 
-A file that is truncated, corrupt (checksum), of another format or version raises
-:class:`~changewatch.errors.SeenSetError` naming the problem; it is never read as an empty
-set. Saves write a temporary file beside the target, ``fsync`` it, rename it over the target
-and ``fsync`` the directory, so a crash leaves the old or the new file. One process at a time
-may hold a file open (an exclusive ``flock`` on ``PATH.lock``).
+Bloom file: ``b"CWBLOOMS"``, format version (2 bytes), scalable flag (1), reserved (5),
+configured capacity (8), configured error rate (8, IEEE double), number of sub-filters (4),
+SHA-256 of the rest (32), then each sub-filter as a length-prefixed (8 bytes)
+:meth:`changewatch.bloom.BloomFilter.to_bytes` image, which carries its own version, hash
+scheme, m, k, capacity, error rate, item count and checksum.
+
+A file that is truncated, corrupt (checksum), foreign, of another version or of the other
+kind raises :class:`~changewatch.errors.SeenSetError` naming the problem — never an empty set.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
+import math
 import os
 import struct
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from changewatch.bloom import BloomFilter
 from changewatch.errors import SeenSetError
-from changewatch.seen.digests import DIGEST_SIZE, check_digest
+from changewatch.seen.digests import DIGEST_SIZE, to_digest, to_digests
 
-__all__ = ["DEFAULT_CHECKPOINT_ITEMS", "FileExactSeenSet"]
+__all__ = [
+    "DEFAULT_BLOOM_CAPACITY",
+    "DEFAULT_BLOOM_ERROR_RATE",
+    "DEFAULT_CHECKPOINT_ITEMS",
+    "DEFAULT_CHECKPOINT_S",
+    "FileBloomSeenSet",
+    "FileExactSeenSet",
+]
+
+log = logging.getLogger("changewatch")
 
 MAGIC = b"CWSEEN\r\n"
 FORMAT_VERSION = 1
 KIND_EXACT = 1
 _HEADER = struct.Struct(">8sHB5sQ32s")
 
-#: Additions between automatic saves.
-DEFAULT_CHECKPOINT_ITEMS = 10_000
+BLOOM_MAGIC = b"CWBLOOMS"
+BLOOM_FORMAT_VERSION = 1
+_BLOOM_HEADER = struct.Struct(">8sHB5sQdI32s")
+_LENGTH = struct.Struct(">Q")
+
+#: Seconds between automatic saves while additions arrive. A time interval rather than a
+#: count, because a save rewrites the whole file: 18 MB for a 10M-URL filter at p = 0.001.
+DEFAULT_CHECKPOINT_S = 30.0
+#: Additions between automatic saves (off unless given).
+DEFAULT_CHECKPOINT_ITEMS: int | None = None
+#: Capacity and error rate of a ``file:…?kind=bloom`` filter when the URL names none.
+DEFAULT_BLOOM_CAPACITY = 1_000_000
+DEFAULT_BLOOM_ERROR_RATE = 0.001
+#: Scalable filters (Almeida et al., "Scalable Bloom Filters", 2007): each new sub-filter
+#: has GROWTH times the capacity of the last and TIGHTENING times its error rate; sub-filter
+#: i gets SCALABLE_MARGIN·p·(1−r)·rⁱ, so the compound rate stays under 0.9·p — the margin
+#: absorbs the rounding of k and the noise of a fill-based estimate.
+SCALABLE_MARGIN = 0.9
+SCALABLE_GROWTH = 2
+SCALABLE_TIGHTENING = 0.5
 
 
-class FileExactSeenSet:
-    """Exact seen-set kept in memory and persisted to ``path``. Thread-safe."""
+class _FileSeenSet:
+    """The lock, atomic saves and checkpoints shared by the file backends."""
+
+    kind = "file"
 
     def __init__(
-        self, path: str | os.PathLike[str], *, checkpoint_items: int = DEFAULT_CHECKPOINT_ITEMS
+        self, path: str | os.PathLike[str], checkpoint_items: int | None, checkpoint_s: float
     ) -> None:
         self.path = Path(path)
         self._checkpoint_items = checkpoint_items
+        self._checkpoint_s = checkpoint_s
+        self._last_save = time.monotonic()
         self._lock = threading.Lock()
         self._unsaved = 0
         self._closed = False
-        self._lock_file = self._acquire_lock()
-        try:
-            self._items = self._load()
-        except BaseException:
-            self._release_lock()
-            raise
+        self._lock_fd = self._acquire_lock()
 
     def _acquire_lock(self) -> int:
         lock_path = f"{self.path}.lock"
@@ -72,58 +112,23 @@ class FileExactSeenSet:
         except BlockingIOError:
             os.close(fd)
             raise SeenSetError(
-                f"seen-set file {self.path} is already open in another process "
-                "(one writer at a time; use a redis:// seen-set to share one across workers)"
+                f"seen-set file {self.path} is already open for writing (by another process "
+                "or another handle in this one); use a redis:// seen-set to share one"
             ) from None
         return fd
 
     def _release_lock(self) -> None:
-        fcntl.flock(self._lock_file, fcntl.LOCK_UN)
-        os.close(self._lock_file)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        os.close(self._lock_fd)
 
-    def _load(self) -> set[bytes]:
+    def _read(self) -> bytes | None:
+        """The file's bytes, or None when it does not exist yet."""
         try:
-            data = self.path.read_bytes()
+            return self.path.read_bytes()
         except FileNotFoundError:
-            return set()
+            return None
         except OSError as exc:
             raise SeenSetError(f"cannot read seen-set file {self.path}: {exc.strerror}") from exc
-        return set(decode(data, str(self.path)))
-
-    def add(self, digest: bytes) -> bool:
-        check_digest(digest)
-        with self._lock:
-            self._check_open()
-            if digest in self._items:
-                return False
-            self._items.add(digest)
-            self._added(1)
-            return True
-
-    def add_many(self, digests: Iterable[bytes]) -> list[bool]:
-        # Check the whole batch first: a bad digest must not leave half the batch added
-        # (and, in a file, added in memory but never counted for saving).
-        batch = list(digests)
-        for digest in batch:
-            check_digest(digest)
-        out = []
-        with self._lock:
-            self._check_open()
-            items = self._items
-            for digest in batch:
-                if digest in items:
-                    out.append(False)
-                else:
-                    items.add(digest)
-                    out.append(True)
-            self._added(sum(out))
-        return out
-
-    def __contains__(self, digest: object) -> bool:
-        return digest in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -131,17 +136,18 @@ class FileExactSeenSet:
 
     def _added(self, count: int) -> None:
         self._unsaved += count
-        if self._unsaved >= self._checkpoint_items:
+        if not self._unsaved:
+            return
+        if (self._checkpoint_items is not None and self._unsaved >= self._checkpoint_items) or (
+            time.monotonic() - self._last_save >= self._checkpoint_s
+        ):
             self._save()
 
-    def save(self) -> None:
-        """Write the set to its file now (atomically)."""
-        with self._lock:
-            self._check_open()
-            self._save()
+    def _image(self) -> bytes:
+        raise NotImplementedError
 
     def _save(self) -> None:
-        data = encode(self._items)
+        data = self._image()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "wb") as handle:
@@ -161,19 +167,13 @@ class FileExactSeenSet:
                 "is intact"
             ) from exc
         self._unsaved = 0
+        self._last_save = time.monotonic()
 
-    def stats(self) -> Mapping[str, Any]:
-        n = len(self._items)
-        return {
-            "kind": "file-exact",
-            "path": str(self.path),
-            "items": n,
-            "capacity": None,
-            "bytes": _HEADER.size + n * DIGEST_SIZE,
-            "error_rate": 0.0,
-            "estimated_error_rate": 0.0,
-            "unsaved": self._unsaved,
-        }
+    def save(self) -> None:
+        """Write the set to its file now (atomically)."""
+        with self._lock:
+            self._check_open()
+            self._save()
 
     def close(self) -> None:
         """Save and release the file; later calls do nothing."""
@@ -186,6 +186,275 @@ class FileExactSeenSet:
             finally:
                 self._closed = True
                 self._release_lock()
+
+
+class FileExactSeenSet(_FileSeenSet):
+    """Exact seen-set kept in memory and persisted to ``path``. Thread-safe."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        checkpoint_items: int | None = DEFAULT_CHECKPOINT_ITEMS,
+        checkpoint_s: float = DEFAULT_CHECKPOINT_S,
+    ) -> None:
+        super().__init__(path, checkpoint_items, checkpoint_s)
+        try:
+            data = self._read()
+            self._items = set() if data is None else set(decode(data, str(self.path)))
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def add(self, item: str | bytes) -> bool:
+        digest = to_digest(item)
+        with self._lock:
+            self._check_open()
+            if digest in self._items:
+                return False
+            self._items.add(digest)
+            self._added(1)
+            return True
+
+    def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
+        batch = to_digests(items)  # every item checked before any is added
+        out = []
+        with self._lock:
+            self._check_open()
+            found = self._items
+            for digest in batch:
+                if digest in found:
+                    out.append(False)
+                else:
+                    found.add(digest)
+                    out.append(True)
+            self._added(sum(out))
+        return out
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            item = to_digest(item)
+        return item in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def _image(self) -> bytes:
+        return encode(self._items)
+
+    def stats(self) -> Mapping[str, Any]:
+        n = len(self._items)
+        return {
+            "kind": "file-exact",
+            "path": str(self.path),
+            "items": n,
+            "capacity": None,
+            "bits": None,
+            "bytes": _HEADER.size + n * DIGEST_SIZE,
+            "error_rate": 0.0,
+            "estimated_error_rate": 0.0,
+            "unsaved": self._unsaved,
+        }
+
+
+class FileBloomSeenSet(_FileSeenSet):
+    """A Bloom filter seen-set persisted to ``path``: fixed capacity, or scalable.
+
+    A fixed filter keeps answering past its capacity with a growing false-positive rate:
+    ``stats()["estimated_error_rate"]`` reports it from the real fill, and a warning is
+    logged once it exceeds ``error_rate``. A scalable one (``scalable=True``) starts a new,
+    larger and tighter sub-filter whenever the last one is full, so the compound rate stays
+    under ``error_rate``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        capacity: int = DEFAULT_BLOOM_CAPACITY,
+        error_rate: float = DEFAULT_BLOOM_ERROR_RATE,
+        scalable: bool = False,
+        checkpoint_items: int | None = DEFAULT_CHECKPOINT_ITEMS,
+        checkpoint_s: float = DEFAULT_CHECKPOINT_S,
+    ) -> None:
+        super().__init__(path, checkpoint_items, checkpoint_s)
+        self.capacity = capacity
+        self.error_rate = error_rate
+        self.scalable = scalable
+        self._warned = False
+        try:
+            data = self._read()
+            if data is None:
+                self._filters = [BloomFilter(capacity, self._sub_rate(0))]
+            else:
+                self._filters = self._decode(data)
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def _sub_rate(self, index: int) -> float:
+        if not self.scalable:
+            return self.error_rate
+        return (
+            SCALABLE_MARGIN
+            * self.error_rate
+            * (1 - SCALABLE_TIGHTENING)
+            * SCALABLE_TIGHTENING**index
+        )
+
+    def _grow(self) -> BloomFilter:
+        index = len(self._filters)
+        bloom = BloomFilter(self.capacity * SCALABLE_GROWTH**index, self._sub_rate(index))
+        self._filters.append(bloom)
+        return bloom
+
+    def add(self, item: str | bytes) -> bool:
+        return self.add_many([item])[0]
+
+    def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
+        batch = to_digests(items)  # every item checked before any is added
+        with self._lock:
+            self._check_open()
+            out = [False] * len(batch)
+            pending = list(range(len(batch)))
+            checked = 0  # sub-filters before this index have been checked for every pending
+            while pending:
+                current = len(self._filters) - 1
+                for older in self._filters[checked:current]:
+                    hits = older.contains_many([batch[i] for i in pending])
+                    pending = [i for i, hit in zip(pending, hits, strict=True) if not hit]
+                checked = current
+                bloom = self._filters[current]
+                room = len(pending)
+                if self.scalable:
+                    room = max(1, min(room, bloom.capacity - bloom.items))
+                chunk, pending = pending[:room], pending[room:]
+                answers = bloom.add_many([batch[i] for i in chunk])
+                for index, new in zip(chunk, answers, strict=True):
+                    out[index] = new
+                if self.scalable and bloom.items >= bloom.capacity:
+                    self._grow()
+            added = sum(out)
+            self._added(added)
+        if added and not self._warned:
+            self._warn_if_overfull()
+        return out
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            item = to_digest(item)
+        return any(item in bloom for bloom in self._filters)
+
+    def __len__(self) -> int:
+        return sum(bloom.items for bloom in self._filters)
+
+    def estimated_error_rate(self) -> float:
+        """The compound false-positive rate at the current fill: 1 − Π(1 − pᵢ)."""
+        # -expm1(Σ log1p(-pᵢ)) keeps tiny rates from rounding to zero.
+        return -math.expm1(sum(math.log1p(-b.estimated_error_rate()) for b in self._filters))
+
+    def _warn_if_overfull(self) -> None:
+        # Past capacity only: at capacity the fill-based estimate wobbles around p itself.
+        if not self.scalable and len(self) <= self.capacity:
+            return
+        estimated = self.estimated_error_rate()
+        if estimated > self.error_rate:
+            self._warned = True
+            log.warning(
+                "seen-set %s is over capacity: estimated false-positive rate %.4g exceeds the "
+                "configured %.4g (%d items for a capacity of %d); URLs will be wrongly skipped "
+                "— use a larger capacity or scalable=1",
+                self.path,
+                estimated,
+                self.error_rate,
+                len(self),
+                self.capacity,
+            )
+
+    def stats(self) -> Mapping[str, Any]:
+        return {
+            "kind": "file-bloom-scalable" if self.scalable else "file-bloom",
+            "path": str(self.path),
+            "items": len(self),
+            "capacity": None if self.scalable else self.capacity,
+            "bits": sum(bloom.bits for bloom in self._filters),
+            "hashes": [bloom.hashes for bloom in self._filters],
+            "filters": len(self._filters),
+            "bytes": sum(bloom.nbytes for bloom in self._filters) + _BLOOM_HEADER.size,
+            "error_rate": self.error_rate,
+            "estimated_error_rate": self.estimated_error_rate(),
+            "unsaved": self._unsaved,
+        }
+
+    def _image(self) -> bytes:
+        body = b"".join(
+            _LENGTH.pack(len(image)) + image for image in (b.to_bytes() for b in self._filters)
+        )
+        header = _BLOOM_HEADER.pack(
+            BLOOM_MAGIC,
+            BLOOM_FORMAT_VERSION,
+            int(self.scalable),
+            b"\0" * 5,
+            self.capacity,
+            self.error_rate,
+            len(self._filters),
+            hashlib.sha256(body).digest(),
+        )
+        return header + body
+
+    def _decode(self, data: bytes) -> list[BloomFilter]:
+        name = str(self.path)
+        if len(data) < _BLOOM_HEADER.size:
+            if not data or not BLOOM_MAGIC.startswith(data[: len(BLOOM_MAGIC)]):
+                raise SeenSetError(
+                    f"{name} is not a changewatch Bloom seen-set file"
+                    + (" (it is empty)" if not data else "")
+                )
+            raise SeenSetError(f"{name} is truncated: {len(data)} bytes, shorter than its header")
+        magic, version, scalable, _, capacity, error_rate, count, checksum = (
+            _BLOOM_HEADER.unpack_from(data)
+        )
+        if magic != BLOOM_MAGIC:
+            kind = "an exact seen-set file" if magic == MAGIC else "not a changewatch Bloom file"
+            raise SeenSetError(f"{name} is {kind} (bad magic bytes for kind=bloom)")
+        if version != BLOOM_FORMAT_VERSION:
+            raise SeenSetError(
+                f"{name} has format version {version}; this changewatch reads "
+                f"version {BLOOM_FORMAT_VERSION}"
+            )
+        if (bool(scalable), capacity, error_rate) != (
+            self.scalable,
+            self.capacity,
+            self.error_rate,
+        ):
+            raise SeenSetError(
+                f"{name} was made with capacity={capacity}, error_rate={error_rate}, "
+                f"scalable={int(scalable)}; it was opened with capacity={self.capacity}, "
+                f"error_rate={self.error_rate}, scalable={int(self.scalable)}"
+            )
+        body = memoryview(data)[_BLOOM_HEADER.size :]
+        if hashlib.sha256(body).digest() != checksum:
+            raise SeenSetError(f"{name} is corrupt or truncated: its checksum does not match")
+        filters = []
+        offset = 0
+        for index in range(count):
+            if offset + _LENGTH.size > len(body):
+                raise SeenSetError(f"{name} is truncated in sub-filter {index}")
+            (length,) = _LENGTH.unpack_from(body, offset)
+            offset += _LENGTH.size
+            if offset + length > len(body):
+                raise SeenSetError(f"{name} is truncated in sub-filter {index}")
+            bloom = BloomFilter.from_bytes(
+                bytes(body[offset : offset + length]), f"{name} sub-filter {index}"
+            )
+            expected = self.capacity * (SCALABLE_GROWTH**index if self.scalable else 1)
+            if (bloom.capacity, bloom.error_rate) != (expected, self._sub_rate(index)):
+                raise SeenSetError(f"{name}: sub-filter {index} has unexpected parameters")
+            filters.append(bloom)
+            offset += length
+        if offset != len(body) or not filters:
+            raise SeenSetError(f"{name} has an inconsistent sub-filter table")
+        return filters
 
 
 def encode(items: Iterable[bytes]) -> bytes:
@@ -213,7 +482,8 @@ def decode(data: bytes, name: str) -> list[bytes]:
         raise SeenSetError(f"{name} is truncated: {len(data)} bytes, shorter than its header")
     magic, version, kind, _reserved, count, checksum = _HEADER.unpack_from(data)
     if magic != MAGIC:
-        raise SeenSetError(f"{name} is not a changewatch seen-set file (bad magic bytes)")
+        kind_name = "a Bloom seen-set file" if magic == BLOOM_MAGIC else "not a changewatch file"
+        raise SeenSetError(f"{name} is {kind_name} (bad magic bytes for kind=exact)")
     if version != FORMAT_VERSION:
         raise SeenSetError(
             f"{name} has format version {version}; this changewatch reads version {FORMAT_VERSION}"

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from changewatch.seen.digests import check_digest
+from changewatch.seen.digests import to_digest, to_digests
 
 __all__ = ["MemorySeenSet"]
 
@@ -22,19 +22,16 @@ class MemorySeenSet:
         self._items: set[bytes] = set()
         self._lock = threading.Lock()
 
-    def add(self, digest: bytes) -> bool:
-        check_digest(digest)
+    def add(self, item: str | bytes) -> bool:
+        digest = to_digest(item)
         with self._lock:
             if digest in self._items:
                 return False
             self._items.add(digest)
             return True
 
-    def add_many(self, digests: Iterable[bytes]) -> list[bool]:
-        # Check the whole batch first: a bad digest must not leave half the batch added.
-        batch = list(digests)
-        for digest in batch:
-            check_digest(digest)
+    def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
+        batch = to_digests(items)  # every item checked before any is added
         out = []
         with self._lock:
             items = self._items
@@ -46,8 +43,10 @@ class MemorySeenSet:
                     out.append(True)
         return out
 
-    def __contains__(self, digest: object) -> bool:
-        return digest in self._items
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, str):
+            item = to_digest(item)
+        return item in self._items
 
     def __len__(self) -> int:
         return len(self._items)

@@ -1,4 +1,4 @@
-"""The SeenSet contract on every local backend, the file format's failure modes, seen-set URLs."""
+"""The SeenSet contract on every backend (memory, file, Bloom, Redis); file failures; URLs."""
 
 from __future__ import annotations
 
@@ -7,14 +7,18 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
-from changewatch.errors import ConfigError, SeenSetError
+from changewatch.errors import ConfigError, InvalidURLError, SeenSetError
 from changewatch.seen import FileExactSeenSet, MemorySeenSet, SeenSet, open_seen_set
 from changewatch.urls import url_digest
+
+from .redis_fixtures import delete_keys, redis_test_url, unique_key, with_query
 
 STATS_KEYS = {"kind", "items", "capacity", "bytes", "error_rate", "estimated_error_rate"}
 HEADER_SIZE = 56
@@ -30,15 +34,33 @@ BACKENDS: dict[str, Callable[[Path], str]] = {
     "memory": lambda tmp: "memory:",
     "file": lambda tmp: f"file:{tmp}/s.seen",
     "file-url": lambda tmp: f"file://{tmp}/u.seen?kind=exact&checkpoint=3",
+    "file-bloom": lambda tmp: f"file:{tmp}/b.seen?kind=bloom&capacity=10000&error_rate=0.001",
+    # capacity 64: the contract's batches grow sub-filters; 1e-9 keeps false positives out.
+    "file-scalable": lambda tmp: (
+        f"file:{tmp}/c.seen?kind=bloom&capacity=64&error_rate=1e-9&scalable=1"
+    ),
+    "redis-set": lambda tmp: "kind=set",
+    "redis-bloom": lambda tmp: "kind=bloom&capacity=10000&error_rate=0.001",
 }
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def seen(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SeenSet]:
-    """A fresh, empty seen-set of each available backend, closed after the test."""
-    seen_set = open_seen_set(BACKENDS[request.param](tmp_path))
+    """A fresh, empty seen-set of each backend, closed (and its Redis keys deleted) after."""
+    url = BACKENDS[request.param](tmp_path)
+    prefix = None
+    if request.param.startswith("redis"):
+        prefix = unique_key(request.node.name)
+        url = with_query(redis_test_url(), f"{url}&key={prefix}")
+    seen_set = open_seen_set(url)
     yield seen_set
     seen_set.close()
+    if prefix is not None:
+        client = redis.Redis.from_url(redis_test_url())
+        try:
+            delete_keys(client, prefix)
+        finally:
+            client.close()
 
 
 def test_backend_types(tmp_path: Path) -> None:
@@ -82,7 +104,7 @@ def test_contains(seen: SeenSet) -> None:
     seen.add_many(added)
     assert all(digest in seen for digest in added)
     assert not any(_digest(n) in seen for n in range(1, 100, 2))
-    assert "not a digest" not in seen
+    assert "http://example.com/never-added" not in seen
     assert None not in seen
 
 
@@ -95,24 +117,40 @@ def test_stats(seen: SeenSet) -> None:
     stats = seen.stats()
     assert stats["items"] == 7
     assert stats["bytes"] > 0
-    assert stats["capacity"] is None
-    assert stats["error_rate"] == 0.0
-    assert stats["estimated_error_rate"] == 0.0
-    assert stats["kind"] in {"memory-exact", "file-exact"}
+    if stats["kind"] in {"memory-exact", "file-exact", "redis-set"}:
+        assert stats["capacity"] is None
+        assert stats["error_rate"] == 0.0
+        assert stats["estimated_error_rate"] == 0.0
+    else:
+        assert stats["kind"] in {"file-bloom", "file-bloom-scalable", "redis-bloom"}
+        assert stats["bits"] > 0
+        assert 0.0 < stats["estimated_error_rate"] < stats["error_rate"]
 
 
 @pytest.mark.parametrize(
     "bad",
-    [b"", b"x" * 15, b"x" * 17, b"x" * 32, "0123456789abcdef", bytearray(16), None, 16],
+    [b"", b"x" * 15, b"x" * 17, b"x" * 32, bytearray(16), None, 16],
 )
 def test_non_digest_refused(seen: SeenSet, bad: object) -> None:
-    """Anything but 16 bytes raises TypeError from add and add_many, and changes nothing."""
+    """Anything but a str URL or 16 bytes raises TypeError, and changes nothing."""
     with pytest.raises(TypeError, match="16-byte"):
         seen.add(bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="16-byte"):
         seen.add_many([_digest(1), bad, _digest(2)])  # type: ignore[list-item]
     assert _digest(1) not in seen
     assert seen.stats()["items"] == 0
+
+
+def test_urls_are_canonicalised_and_bad_urls_refused(seen: SeenSet) -> None:
+    """A str is a URL: canonical twins are one entry; an invalid URL adds nothing at all."""
+    assert seen.add("http://Example.com:80/a?utm_source=x#top") is True
+    assert seen.add("http://example.com/a") is False
+    assert url_digest("http://example.com/a") in seen
+    assert "HTTP://EXAMPLE.COM/a" in seen
+    with pytest.raises(InvalidURLError):
+        seen.add_many(["http://example.com/b", "not a url", "http://example.com/c"])
+    assert "http://example.com/b" not in seen
+    assert seen.stats()["items"] == 1
 
 
 def test_concurrent_adds_answer_true_once(seen: SeenSet) -> None:
@@ -196,6 +234,32 @@ def test_file_checkpoint_writes_before_close(tmp_path: Path) -> None:
     finally:
         seen.close()
     assert path.read_bytes() == snapshot
+
+
+def test_file_time_checkpoint_saves_while_adding(tmp_path: Path) -> None:
+    """checkpoint_s: an addition after the interval saves the file before close()."""
+    path = tmp_path / "t.seen"
+    seen = open_seen_set(f"file:{path}?checkpoint_s=0.2")
+    try:
+        seen.add(_digest(1))
+        assert not path.exists()
+        time.sleep(0.3)
+        seen.add(_digest(2))
+        assert path.exists()
+        other = _copy_and_read(tmp_path, path)
+        assert {_digest(1), _digest(2)} <= other
+    finally:
+        seen.close()
+
+
+def _copy_and_read(tmp_path: Path, path: Path) -> set[bytes]:
+    copy = tmp_path / "copy.seen"
+    copy.write_bytes(path.read_bytes())
+    reader = open_seen_set(f"file:{copy}")
+    try:
+        return {d for d in (_digest(n) for n in range(5)) if d in reader}
+    finally:
+        reader.close()
 
 
 def test_file_batch_with_bad_digest_does_not_desync_file(tmp_path: Path) -> None:
@@ -286,9 +350,9 @@ CORRUPTIONS: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "trailing-bytes": (lambda data: data + b"\0", "trailing"),
     "flipped-body-byte": (lambda data: _flip(data, HEADER_SIZE + 7), "checksum"),
     "flipped-checksum-byte": (lambda data: _flip(data, 30), "checksum"),
-    "random-bytes": (lambda data: random.Random(7).randbytes(300), "not a changewatch seen-set"),
+    "random-bytes": (lambda data: random.Random(7).randbytes(300), "not a changewatch"),
     "short-random-bytes": (lambda data: b"\x89PNG\r\n", "not a changewatch seen-set"),
-    "text-file": (lambda data: b"http://example.com/\n" * 10, "not a changewatch seen-set"),
+    "text-file": (lambda data: b"http://example.com/\n" * 10, "not a changewatch"),
     "wrong-version": (lambda data: data[:8] + b"\x00\x02" + data[10:], "version 2"),
     "wrong-kind": (lambda data: data[:10] + b"\x02" + data[11:], "kind 2"),
     "count-too-big": (
@@ -336,9 +400,16 @@ def test_file_unreadable_path_is_seen_set_error(tmp_path: Path) -> None:
         ("memory:?kind=bloom", "kind='bloom'"),
         ("memory:?x=1", "unknown option"),
         ("file:x?bogus=1", "unknown option(s) bogus"),
-        ("file:x?checkpoint=abc", "checkpoint='abc' is not an integer"),
-        ("file:x?checkpoint=0", "checkpoint must be positive"),
-        ("file:x?kind=bloom", "kind='bloom' is not supported"),
+        ("file:x?checkpoint=abc", "checkpoint='abc' is not a whole number"),
+        ("file:x?checkpoint=0", "checkpoint='0' must be a whole number of at least 1"),
+        ("file:x?kind=cuckoo", "kind='cuckoo' is not one of exact, bloom"),
+        ("file:x?kind=bloom&capacity=0", "capacity='0' must be a whole number"),
+        ("file:x?kind=bloom&capacity=1.5", "capacity='1.5' is not a whole number"),
+        ("file:x?kind=bloom&error_rate=0", "error_rate='0' must be between 0 and 1"),
+        ("file:x?kind=bloom&error_rate=1.5", "error_rate='1.5' must be between 0 and 1"),
+        ("file:x?kind=bloom&error_rate=abc", "error_rate='abc' is not a number"),
+        ("file:x?kind=bloom&scalable=maybe", "scalable='maybe' is not a boolean"),
+        ("file:x?kind=exact&kind=bloom", "option 'kind' given twice"),
     ],
 )
 def test_bad_seen_set_urls_raise_config_error(

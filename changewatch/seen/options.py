@@ -1,0 +1,107 @@
+"""Reading seen-set URLs: ``scheme:rest?opt=value&…``, each option checked, unknown ones refused."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlsplit
+
+from changewatch.errors import ConfigError
+
+__all__ = ["SeenURL"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+class SeenURL:
+    """A parsed seen-set URL whose options are taken one by one, then checked for leftovers."""
+
+    def __init__(self, url: str) -> None:
+        if not isinstance(url, str) or ":" not in url:
+            raise ConfigError(
+                f"seen-set URL {url!r} has no scheme (expected memory:, file: or redis://)"
+            )
+        self.url = url
+        self.scheme = url.partition(":")[0].lower()
+        self.parts = urlsplit(url)
+        try:
+            pairs = parse_qsl(self.parts.query, keep_blank_values=True, strict_parsing=False)
+        except ValueError as exc:
+            raise self.error(f"malformed query: {exc}") from None
+        self.options: dict[str, str] = {}
+        for key, value in pairs:
+            if key in self.options:
+                raise self.error(f"option {key!r} given twice")
+            self.options[key] = value
+
+    def error(self, message: str) -> ConfigError:
+        """A :class:`ConfigError` naming this URL (without any password)."""
+        shown = self.url
+        if self.parts.password:
+            shown = shown.replace(self.parts.password, "***", 1)
+        return ConfigError(f"seen-set URL {shown!r}: {message}")
+
+    def text(self, name: str, default: str) -> str:
+        """A string option."""
+        return self.options.pop(name, default)
+
+    def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
+        """An option that must be one of ``allowed``."""
+        value = self.options.pop(name, default)
+        if value not in allowed:
+            raise self.error(f"{name}={value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    def integer(self, name: str, default: int | None, *, minimum: int = 1) -> int | None:
+        """A whole-number option of at least ``minimum`` (``1_000_000`` and ``1e6`` accepted)."""
+        raw = self.options.pop(name, None)
+        if raw is None:
+            return default
+        try:
+            value = float(raw.replace("_", "")) if "e" in raw.lower() else int(raw.replace("_", ""))
+        except ValueError:
+            raise self.error(f"{name}={raw!r} is not a whole number") from None
+        if value != int(value) or int(value) < minimum:
+            raise self.error(f"{name}={raw!r} must be a whole number of at least {minimum}")
+        return int(value)
+
+    def rate(self, name: str, default: float) -> float:
+        """A probability strictly between 0 and 1."""
+        raw = self.options.pop(name, None)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise self.error(f"{name}={raw!r} is not a number") from None
+        if not 0.0 < value < 1.0:
+            raise self.error(f"{name}={raw!r} must be between 0 and 1 (exclusive)")
+        return value
+
+    def seconds(self, name: str, default: float) -> float:
+        """A positive, finite number of seconds."""
+        raw = self.options.pop(name, None)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise self.error(f"{name}={raw!r} is not a number of seconds") from None
+        if not 0.0 < value < float("inf"):
+            raise self.error(f"{name}={raw!r} must be a positive number of seconds")
+        return value
+
+    def flag(self, name: str, default: bool) -> bool:
+        """A boolean option (1/0, true/false, yes/no, on/off)."""
+        raw = self.options.pop(name, None)
+        if raw is None:
+            return default
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        raise self.error(f"{name}={raw!r} is not a boolean (use 1 or 0)")
+
+    def done(self) -> None:
+        """Refuse options nobody took."""
+        if self.options:
+            raise self.error(f"unknown option(s) {', '.join(sorted(self.options))}")
