@@ -78,7 +78,7 @@ class _Options:
             seen_url=self.seen_url or loaded.seen_url,
         )
 
-    def watch(self) -> ChangeWatch:
+    def watch(self, *, allow_mixed_canon: bool = False) -> ChangeWatch:
         s = self.settings()
         return ChangeWatch(
             s.database_url,
@@ -86,6 +86,8 @@ class _Options:
             minor_distance=s.minor_distance,
             max_page_bytes=s.max_page_bytes,
             url_policy=s.url_policy,
+            canon_policy=s.canon_policy,
+            allow_mixed_canon=allow_mixed_canon,
         )
 
 
@@ -311,7 +313,7 @@ def check(
     options: _Options, url: str, body: IO[bytes], content_type: str | None, as_json: bool
 ) -> None:
     """Decide whether the page at URL, with the body in --file, needs parsing; record it."""
-    canonicalise(url)  # a bad URL fails before any store is opened
+    canonicalise(url, options.settings().canon_policy)  # a bad URL fails before any store opens
     html = body.read()
     with options.watch() as watch:
         decision = watch.should_parse(url, html, content_type=content_type)
@@ -332,7 +334,7 @@ def history(options: _Options, url: str, as_json: bool) -> None:
     A URL never stored is not an error: exit status 0, an empty list with --json, and a
     line saying so otherwise.
     """
-    canonical = canonicalise(url)
+    canonical = canonicalise(url, options.settings().canon_policy)
     with options.watch() as watch:
         versions = watch.history(url)
     if as_json:
@@ -348,7 +350,7 @@ def history(options: _Options, url: str, as_json: bool) -> None:
 @click.pass_obj
 def stats(options: _Options, as_json: bool) -> None:
     """Show the store's counters: pages, fetches, versions per kind."""
-    with options.watch() as watch:
+    with options.watch(allow_mixed_canon=True) as watch:  # stats reports a mismatch
         counters = watch.stats()
     data = {k: _iso(v) if isinstance(v, datetime) else v for k, v in counters.items()}
     if as_json:

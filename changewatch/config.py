@@ -9,27 +9,39 @@
     SimHash bits at or under which a change is ``minor``; default ``3``
 ``CHANGEWATCH_MAX_PAGE_BYTES``
     pages larger than this are refused before parsing; default ``10485760`` (10 MiB)
+``CHANGEWATCH_SEEN_ON_ERROR``
+    what ``mark_seen`` does when a shared seen-set cannot be reached: ``raise`` or
+    ``assume-new``; default ``raise``
 ``CHANGEWATCH_URL_POLICY``
     what of a URL the store keeps: ``full``, ``no-query`` or ``none``; default ``full``
+``CHANGEWATCH_CANON_POLICY``
+    path of a TOML file with the URL canonicalisation policy (docs/canonicalisation.md);
+    default: none, the code rules alone
 """
 
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
 from changewatch.errors import ConfigError
+from changewatch.urls import CanonPolicy, HostPolicy
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "DEFAULT_MAX_PAGE_BYTES",
     "DEFAULT_MINOR_DISTANCE",
     "DEFAULT_SEEN_URL",
+    "SEEN_ON_ERROR",
     "URL_POLICIES",
+    "SeenOnError",
     "Settings",
     "UrlPolicy",
+    "canon_policy_from_mapping",
+    "load_canon_policy",
     "load_settings",
 ]
 
@@ -38,6 +50,8 @@ DEFAULT_SEEN_URL = "file:changewatch.seen"
 DEFAULT_MINOR_DISTANCE = 3
 DEFAULT_MAX_PAGE_BYTES = 10 * 1024 * 1024
 UrlPolicy = Literal["full", "no-query", "none"]
+SeenOnError = Literal["raise", "assume-new"]
+SEEN_ON_ERROR: tuple[SeenOnError, ...] = ("raise", "assume-new")
 URL_POLICIES: tuple[UrlPolicy, ...] = ("full", "no-query", "none")
 
 
@@ -50,9 +64,16 @@ class Settings:
     minor_distance: int = DEFAULT_MINOR_DISTANCE
     max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
     url_policy: UrlPolicy = "full"
+    canon_policy: CanonPolicy | None = None
+    seen_on_error: SeenOnError = "raise"
 
     def __post_init__(self) -> None:
         check_settings(self.minor_distance, self.max_page_bytes, self.url_policy)
+        if self.seen_on_error not in SEEN_ON_ERROR:
+            raise ConfigError(
+                f"CHANGEWATCH_SEEN_ON_ERROR must be one of {', '.join(SEEN_ON_ERROR)}, "
+                f"got {self.seen_on_error!r}"
+            )
 
 
 def check_settings(minor_distance: int, max_page_bytes: int, url_policy: str) -> None:
@@ -84,6 +105,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         minor_distance=_int(env, "CHANGEWATCH_MINOR_DISTANCE", DEFAULT_MINOR_DISTANCE),
         max_page_bytes=_int(env, "CHANGEWATCH_MAX_PAGE_BYTES", DEFAULT_MAX_PAGE_BYTES),
         url_policy=cast(UrlPolicy, env.get("CHANGEWATCH_URL_POLICY") or "full"),
+        canon_policy=(
+            load_canon_policy(env["CHANGEWATCH_CANON_POLICY"])
+            if env.get("CHANGEWATCH_CANON_POLICY")
+            else None
+        ),
+        seen_on_error=cast(SeenOnError, env.get("CHANGEWATCH_SEEN_ON_ERROR") or "raise"),
     )
 
 
@@ -95,3 +122,107 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         return int(raw.replace("_", ""))
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not an integer") from None
+
+
+_HOST_FIELDS = {
+    "drop_params": list,
+    "keep_params": list,
+    "strip_session_ids": bool,
+    "fold_trailing_slash": bool,
+    "keep_query_order": bool,
+    "keep_routing_fragments": bool,
+}
+
+
+def load_canon_policy(path: str | os.PathLike[str]) -> CanonPolicy:
+    """Read a canonicalisation policy from a TOML file (``CHANGEWATCH_CANON_POLICY``).
+
+    Top-level keys are the defaults for every host (``max_length`` and the fields of
+    :class:`~changewatch.urls.HostPolicy`); each ``[hosts."NAME"]`` table overrides them for
+    one host (``".NAME"``: the domain and its subdomains). A file that cannot be read, is not
+    TOML, or holds an unknown key or a wrong value raises :class:`ConfigError` naming it.
+    """
+    try:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError(f"canonicalisation policy {str(path)!r}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"canonicalisation policy {str(path)!r} is not TOML: {exc}") from exc
+    return canon_policy_from_mapping(data, source=str(path))
+
+
+def canon_policy_from_mapping(data: Mapping[str, object], source: str = "policy") -> CanonPolicy:
+    """Build a :class:`CanonPolicy` from parsed TOML (see :func:`load_canon_policy`).
+
+    A host table's booleans replace the defaults; its ``drop_params`` and ``keep_params``
+    add to them (a host's ``keep_params`` entry wins over a default ``drop_params`` one, and
+    the other way round).
+
+    >>> policy = canon_policy_from_mapping({"hosts": {"shop.example": {"keep_query_order": True}}})
+    >>> policy.rules_for("shop.example").keep_query_order
+    True
+    """
+    unknown = set(data) - set(_HOST_FIELDS) - {"hosts", "max_length"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
+    top = {k: v for k, v in data.items() if k in _HOST_FIELDS}
+    default = _host_policy(top, f"{source}", None)
+    hosts_data = data.get("hosts", {})
+    if not isinstance(hosts_data, Mapping):
+        raise ConfigError(f"{source}: 'hosts' must be a table of host tables")
+    hosts: dict[str, HostPolicy] = {}
+    for name, table in hosts_data.items():
+        where = f"{source}: hosts.{name!r}"
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        unknown = set(table) - set(_HOST_FIELDS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        hosts[name] = _host_policy(table, where, default)
+    max_length = data.get("max_length", CanonPolicy().max_length)
+    try:
+        return CanonPolicy(default=default, hosts=hosts, max_length=max_length)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _host_policy(table: Mapping[str, object], where: str, base: HostPolicy | None) -> HostPolicy:
+    """One HostPolicy from a TOML table, on top of ``base`` (the defaults) if given."""
+    for key, kind in _HOST_FIELDS.items():
+        if key in table and not isinstance(table[key], kind):
+            wanted = "true or false" if kind is bool else "a list of strings"
+            raise ConfigError(f"{where}: {key} must be {wanted}, got {table[key]!r}")
+    fields: dict[str, object] = {}
+    if base is not None:
+        fields = {k: getattr(base, k) for k in _HOST_FIELDS}
+    fields.update(
+        {
+            k: v
+            for k, v in table.items()
+            if k
+            in (
+                "strip_session_ids",
+                "fold_trailing_slash",
+                "keep_query_order",
+                "keep_routing_fragments",
+            )
+        }
+    )
+    drop = {str(p).lower() for p in _strings(table.get("drop_params", []), where, "drop_params")}
+    keep = {str(p).lower() for p in _strings(table.get("keep_params", []), where, "keep_params")}
+    if base is not None:
+        drop = (set(base.drop_params) - keep) | drop
+        keep = (set(base.keep_params) - drop) | keep
+    fields["drop_params"] = frozenset(drop)
+    fields["keep_params"] = frozenset(keep)
+    try:
+        return HostPolicy(**fields)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _strings(value: object, where: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings, got {value!r}")
+    return value

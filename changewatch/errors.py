@@ -4,6 +4,7 @@
 
     ChangewatchError
     ├── ConfigError (ValueError)           a setting or a seen-set/database URL is malformed
+    │   └── CanonVersionMismatchError      the store was keyed by other canonicalisation rules
     ├── InvalidURLError (ValueError)       a page URL cannot be canonicalised
     ├── PageTooLargeError (ValueError)     a page is over the configured size limit
     ├── StoreError                         the snapshot store failed; nothing was written
@@ -31,6 +32,21 @@ class ChangewatchError(Exception):
 
 class ConfigError(ChangewatchError, ValueError):
     """A changewatch setting is invalid."""
+
+
+class CanonVersionMismatchError(ConfigError):
+    """The store holds snapshots keyed by other URL canonicalisation rules or policy."""
+
+    def __init__(self, expected: int, found: dict[int, int]) -> None:
+        self.expected = expected
+        self.found = found
+        others = ", ".join(f"{v} ({n} rows)" for v, n in sorted(found.items()) if v != expected)
+        super().__init__(
+            f"the store holds snapshots with canon_version {others}, but the canonicalisation "
+            f"rules and policy in use are canon_version {expected}: their URLs would be keyed "
+            "differently and their history split. Use the policy the store was built with, "
+            "or a new database, or pass allow_mixed_canon=True to mix them knowingly"
+        )
 
 
 class InvalidURLError(ChangewatchError, ValueError):

@@ -1,45 +1,57 @@
 """URL canonicalisation and the URL digest — pure functions, no I/O.
 
-Canonicalisation decides what "the same page" means. The rules, in order:
+Canonicalisation decides what "the same page" means. ``canonicalise`` parses the URL as
+browsers do (WHATWG URL Standard, with the ada parser: UTS #46 hosts, every IPv4 form,
+IPv6, percent-encode sets, dot segments, ``\\`` as ``/``), then applies the rules a
+crawler needs on top of it:
 
-* the input is parsed the way browsers parse ``http`` and ``https`` URLs (WHATWG URL
-  Standard): leading and trailing C0 controls and spaces are stripped, tabs and newlines
-  anywhere are removed, ``\\`` counts as ``/``, and any number of slashes may follow the scheme;
-* only ``http`` and ``https`` are accepted; everything else raises :class:`InvalidURLError`;
-* scheme and host are lower-cased, one trailing dot of the host is dropped, non-ASCII hosts
-  are IDNA-encoded, numeric IPv4 hosts (``0x7f.1``, ``2130706433``) are written dotted-decimal
-  and IPv6 hosts in their RFC 5952 compressed form (RFC 3986 §6.2.2.1, WHATWG host parsing);
-* userinfo is removed, so credentials never reach the store or the logs;
-* the default port (80 for http, 443 for https) is dropped (RFC 3986 §6.2.3);
-* in the path, runs of ``/`` collapse to one, dot segments are removed (RFC 3986 §5.2.4),
-  an empty path becomes ``/``;
-* in path and query, percent-encodings are upper-cased and percent-encoded unreserved
-  characters decoded (RFC 3986 §6.2.2.1–2); reserved characters stay encoded, so ``%2F``,
-  ``%3F``, ``%23``, ``%25``, ``%26``, ``%3D``, ``%3B`` and ``%2B`` keep their meaning;
-  characters a URL may not hold (non-ASCII, space, ``"``, ``<``, ``>``…) are UTF-8
-  percent-encoded;
-* tracking parameters (:data:`TRACKING_PARAMETERS`, and any key starting ``utm_``) are removed,
-  keys compared case-insensitively; the remaining pairs are sorted, blank values and duplicate
-  keys kept; an empty query is dropped;
+* only ``http`` and ``https``; control characters, bad hosts, bad ports and URLs over
+  ``max_length`` raise :class:`InvalidURLError` with ``.reason``;
+* one trailing dot of the host is dropped; hosts with empty labels, labels over 63 or
+  names over 253 characters, or ``"`` ````` ``{`` ``}`` are refused;
+* userinfo is removed (credentials never reach the store or the logs), the default port
+  dropped, the empty path is ``/`` (RFC 3986 §6.2.3);
+* in path and query, percent-encodings are upper-cased and encoded unreserved characters
+  decoded (RFC 3986 §6.2.2.1–2); reserved ones (``%2F``, ``%3F``, ``%23``, ``%25``,
+  ``%26``, ``%3D``, ``%3B``, ``%2B``…) stay encoded; characters RFC 3986 cannot hold are
+  UTF-8 percent-encoded; runs of ``/`` in the path collapse to one;
+* tracking parameters (:data:`TRACKING_PARAMETERS`, ``utm_*``) are removed, keys compared
+  case-insensitively; the remaining pairs are sorted, blank values and duplicates kept;
 * the fragment is dropped.
 
-:data:`CANON_VERSION` names this rule set; it is stored with every snapshot so that a rule
-change can be rolled out by re-keying rather than silently splitting history.
+A :class:`CanonPolicy` adds per-host rules (extra parameters to drop or keep, session ids,
+trailing slashes, query order, routing fragments). :func:`canon_version` names the rules
+and the policy together; it is stored with every snapshot. docs/canonicalisation.md is
+the rule-by-rule reference, with sources and examples.
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
+import json
 import re
-from urllib.parse import unquote
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
-from changewatch.errors import InvalidURLError
+from ada_url._ada_wrapper import ffi as _ffi
+from ada_url._ada_wrapper import lib as _lib
+
+from changewatch._url_reasons import refusal_reason
+from changewatch.errors import ConfigError, InvalidURLError
 
 __all__ = [
+    "CANON_RULES_VERSION",
     "CANON_VERSION",
     "DEFAULT_MAX_URL_LENGTH",
+    "DEFAULT_POLICY",
+    "SESSION_ID_PARAMETERS",
     "TRACKING_PARAMETERS",
+    "TRACKING_PREFIXES",
+    "CanonPolicy",
+    "HostPolicy",
+    "canon_version",
     "canonicalise",
     "digest_canonical",
     "strip_query",
@@ -47,113 +59,410 @@ __all__ = [
     "url_host",
 ]
 
-#: Version of the canonicalisation rules; bump whenever a rule changes a canonical form.
-CANON_VERSION = 1
+#: Version of the code rules; bump whenever a rule changes any canonical form.
+#: 1: the first pure-Python canonicaliser. 2: WHATWG parsing with ada (UTS #46 hosts,
+#: ``'`` in a query written ``%27`` as browsers send it), the longer tracking list, policies.
+CANON_RULES_VERSION = 2
+
+#: ``canon_version`` of the default policy (equal to :data:`CANON_RULES_VERSION`).
+CANON_VERSION = CANON_RULES_VERSION
 
 #: URLs longer than this many characters are refused (browsers and servers cap near 8 KiB).
 DEFAULT_MAX_URL_LENGTH = 8192
 
-#: Query keys removed because they identify a campaign or a click, not a resource.
-#: ``utm_*`` (Google Analytics campaign parameters) are matched by prefix.
+#: Query keys removed because they identify a click, a campaign or a recipient, never a
+#: resource. Each one is defined as such by the service that adds it.
 TRACKING_PARAMETERS = frozenset(
     {
         "gclid",  # Google Ads click id (Google Ads help: "About auto-tagging")
+        "gclsrc",  # source of the gclid, Search Ads 360 (Google Ads help: auto-tagging)
         "dclid",  # Google Display & Video 360 click id (Google Ads help)
         "gbraid",  # Google Ads iOS app click id (Google Ads help: "iOS campaign measurement")
         "wbraid",  # Google Ads web-to-app click id (same source)
-        "fbclid",  # Facebook outbound click id (Facebook, October 2018)
-        "msclkid",  # Microsoft Advertising click id (Microsoft Advertising help)
-        "yclid",  # Yandex Direct click id (Yandex Metrica help)
-        "igshid",  # Instagram share id (observed on instagram.com share links)
-        "mc_eid",  # Mailchimp subscriber id (Mailchimp help: "Mailchimp tracking parameters")
-        "mc_cid",  # Mailchimp campaign id (same source)
+        "srsltid",  # Google Merchant Center auto-tagging (Merchant Center help: "srsltid")
         "_ga",  # Google Analytics cross-domain linker (analytics.js documentation)
         "_gl",  # Google tag linker (gtag.js cross-domain measurement documentation)
+        "fbclid",  # Facebook outbound click id (Facebook, October 2018)
+        "igshid",  # Instagram share id (observed on instagram.com share links)
+        "msclkid",  # Microsoft Advertising click id (Microsoft Advertising help: auto-tagging)
+        "yclid",  # Yandex Direct click id (Yandex Metrica help)
+        "ttclid",  # TikTok click id (TikTok for Business help: "TikTok Click ID")
+        "twclid",  # X (Twitter) click id (X Business help: "Conversion tracking")
+        "li_fat_id",  # LinkedIn first-party ad click id (LinkedIn Insight Tag help)
+        "mc_eid",  # Mailchimp subscriber id (Mailchimp help: "Mailchimp tracking parameters")
+        "mc_cid",  # Mailchimp campaign id (same source)
+        "mkt_tok",  # Marketo email tracking token (Adobe Marketo docs: "mkt_tok")
         "_hsenc",  # HubSpot email tracking (HubSpot knowledge base)
         "_hsmi",  # HubSpot email tracking (same source)
+        "__hstc",  # HubSpot cross-domain visitor cookie in links (HubSpot knowledge base)
+        "__hssc",  # HubSpot cross-domain session cookie in links (same source)
+        "__hsfp",  # HubSpot cross-domain fingerprint in links (same source)
+        # Matomo campaign parameters (Matomo guide: "Campaign tracking"), exact names only:
+        # a "pk_" prefix would also match primary keys of other applications.
+        "pk_campaign",
+        "pk_kwd",
+        "pk_keyword",
+        "pk_source",
+        "pk_medium",
+        "pk_content",
+        "pk_cid",
+        "mtm_campaign",
+        "mtm_kwd",
+        "mtm_keyword",
+        "mtm_source",
+        "mtm_medium",
+        "mtm_content",
+        "mtm_cid",
+        "mtm_group",
+        "mtm_placement",
     }
 )
 
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
-_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-# C0 controls and DEL; tab, LF and CR are removed first (WHATWG "remove all ASCII tab or newline").
+#: Key prefixes removed: ``utm_`` (Google Analytics campaign parameters, "Collect campaign
+#: data with custom URLs"; the five documented keys and the newer ``utm_id`` and friends).
+TRACKING_PREFIXES = ("utm_",)
+
+#: Session-id keys removed when a policy sets ``strip_session_ids`` (off by default), with
+#: ``;jsessionid=`` path parameters: Java Servlet spec "URL rewriting" (``jsessionid``),
+#: PHP ``session.name`` default (``PHPSESSID``), the generic ``sid``, and ColdFusion client
+#: variables (``CFID``/``CFTOKEN``, Adobe ColdFusion docs "Client and session variables").
+SESSION_ID_PARAMETERS = frozenset({"jsessionid", "phpsessid", "sid", "cfid", "cftoken"})
+
+_C0_OR_SPACE = "".join(chr(i) for i in range(0x21))
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-# Code points WHATWG forbids in a domain (host parser, "forbidden domain code point": C0
-# controls, DEL, space, "%" and #/:<>?@[\]^|), plus "`{} which RFC 3986 cannot hold in a host.
-_FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20\x7f#%/:<>?@\[\\\]^|\"`{}]")
-_LABEL_RE = re.compile(r"[a-z0-9_\-]+")
-# Characters kept literally in a canonical path or query: RFC 3986 unreserved + reserved.
-# Everything else is percent-encoded as UTF-8.
-_SAFE_CHARS = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;="
-)
+_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# A percent-escape, or a character RFC 3986 does not allow literally in a path or query
+# (unreserved + reserved), a stray "%" included. Written to start with one character class
+# (so the regex engine can skip plain runs fast), and checked first with _PLAIN_RE.
+_ESCAPE_RE = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=](?:(?<=%)[0-9A-Fa-f]{2})?")
+_PLAIN_RE = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]*")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_PLAIN_PATH_RE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
-_PLAIN_QUERY_RE = re.compile(r"[A-Za-z0-9\-._~!$'()*+,;:@/?=&]*")
-_PERCENT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
-_IPV4_PART_RE = re.compile(r"0[xX][0-9A-Fa-f]*|[0-9]+")
+_SLASHES_RE = re.compile(r"//+")
+_JSESSIONID_RE = re.compile(r";jsessionid=[^/;]*", re.IGNORECASE)
+_OMITTED = 0xFFFFFFFF  # ada's url_components "omitted"
 
 
-def canonicalise(url: str, *, max_length: int = DEFAULT_MAX_URL_LENGTH) -> str:
+def _escape_table() -> dict[str, str]:
+    """Every two-hex-digit escape, and every ASCII character needing one, to its canonical form."""
+    table: dict[str, str] = {"%": "%25"}
+    for value in range(256):
+        upper = f"{value:02X}"
+        for pair in {
+            upper,
+            upper.lower(),
+            upper[0] + upper[1].lower(),
+            upper[0].lower() + upper[1],
+        }:
+            char = chr(value)
+            table["%" + pair] = char if char in _UNRESERVED else "%" + upper
+        if value < 128 and chr(value) != "%" and _ESCAPE_RE.fullmatch(chr(value)):
+            table[chr(value)] = "%" + upper
+    return table
+
+
+_ESCAPES = _escape_table()
+
+
+def _escape(match: re.Match[str]) -> str:
+    text = match[0]
+    found = _ESCAPES.get(text)
+    if found is not None:
+        return found
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
+
+
+def _param_names(name: str, values: Iterable[str], *, allow_prefix: bool) -> frozenset[str]:
+    """Validate and lower-case a list of query keys."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise ConfigError(f"{name} must be a list of strings, got {values!r}")
+    out = set()
+    for value in values:
+        if not isinstance(value, str) or not value.strip("*"):
+            raise ConfigError(f"{name} entries must be non-empty strings, got {value!r}")
+        if "*" in value[:-1] or (value.endswith("*") and not allow_prefix):
+            raise ConfigError(
+                f"{name} entry {value!r}: '*' is only allowed at the end of drop_params entries"
+            )
+        if _ESCAPE_RE.search(value.rstrip("*")) or "&" in value or "=" in value:
+            raise ConfigError(f"{name} entry {value!r} is not a plain query key")
+        out.add(value.lower())
+    return frozenset(out)
+
+
+def _check_bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+_FLAGS = ("strip_session_ids", "fold_trailing_slash", "keep_query_order", "keep_routing_fragments")
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """The policy rules for one host (or the default for every host).
+
+    ``drop_params``: extra query keys to remove (case-insensitive; ``name*`` is a prefix).
+    ``keep_params``: keys never removed, even when listed as tracking or session ids.
+    ``strip_session_ids``: remove :data:`SESSION_ID_PARAMETERS` and ``;jsessionid=``.
+    ``fold_trailing_slash``: ``/a/`` becomes ``/a`` (the root ``/`` stays).
+    ``keep_query_order``: pairs keep their order (tracking ones still go).
+    ``keep_routing_fragments``: fragments starting ``!`` or ``/`` (``#!/a``, ``#/a``) stay.
+    """
+
+    drop_params: frozenset[str] = frozenset()
+    keep_params: frozenset[str] = frozenset()
+    strip_session_ids: bool = False
+    fold_trailing_slash: bool = False
+    keep_query_order: bool = False
+    keep_routing_fragments: bool = False
+    _drop_exact: frozenset[str] = field(init=False, repr=False, compare=False)
+    _drop_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        drop = _param_names("drop_params", self.drop_params, allow_prefix=True)
+        keep = _param_names("keep_params", self.keep_params, allow_prefix=False)
+        both = drop & keep
+        if both:
+            raise ConfigError(f"{sorted(both)[0]!r} is in both drop_params and keep_params")
+        for flag in _FLAGS:
+            _check_bool(flag, getattr(self, flag))
+        exact = {p for p in drop if not p.endswith("*")} | TRACKING_PARAMETERS
+        if self.strip_session_ids:
+            exact |= SESSION_ID_PARAMETERS
+        prefixes = TRACKING_PREFIXES + tuple(sorted(p[:-1] for p in drop if p.endswith("*")))
+        object.__setattr__(self, "drop_params", drop)
+        object.__setattr__(self, "keep_params", keep)
+        object.__setattr__(self, "_drop_exact", frozenset(exact - keep))
+        object.__setattr__(self, "_drop_prefixes", prefixes)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready, order-independent description (what :func:`canon_version` hashes)."""
+        return {
+            "drop_params": sorted(self.drop_params),
+            "keep_params": sorted(self.keep_params),
+            "strip_session_ids": self.strip_session_ids,
+            "fold_trailing_slash": self.fold_trailing_slash,
+            "keep_query_order": self.keep_query_order,
+            "keep_routing_fragments": self.keep_routing_fragments,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CanonPolicy:
+    """Canonicalisation policy: the default :class:`HostPolicy`, per-host ones, a length cap.
+
+    ``hosts`` maps a host name to its complete rules: ``"example.com"`` matches that host
+    only, ``".example.com"`` the domain and every subdomain (the longest match wins). Names
+    are canonicalised (case, IDNA, trailing dot), so ``"Bücher.example"`` works.
+
+    >>> policy = CanonPolicy(hosts={"shop.example": HostPolicy(keep_query_order=True)})
+    >>> canonicalise("http://shop.example/?b=1&a=2", policy)
+    'http://shop.example/?b=1&a=2'
+    """
+
+    default: HostPolicy = HostPolicy()
+    hosts: Mapping[str, HostPolicy] = field(default_factory=dict)
+    max_length: int = DEFAULT_MAX_URL_LENGTH
+    _exact: Mapping[str, HostPolicy] = field(init=False, repr=False, compare=False)
+    _suffixes: tuple[tuple[str, HostPolicy], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.default, HostPolicy):
+            raise ConfigError(f"default must be a HostPolicy, got {type(self.default).__name__}")
+        if (
+            isinstance(self.max_length, bool)
+            or not isinstance(self.max_length, int)
+            or self.max_length < 16
+        ):
+            raise ConfigError(f"max_length must be an integer ≥ 16, got {self.max_length!r}")
+        if not isinstance(self.hosts, Mapping):
+            raise ConfigError(f"hosts must be a mapping, got {type(self.hosts).__name__}")
+        hosts: dict[str, HostPolicy] = {}
+        for name, rules in self.hosts.items():
+            if not isinstance(rules, HostPolicy):
+                raise ConfigError(f"hosts[{name!r}] must be a HostPolicy")
+            hosts[_policy_host(name)] = rules
+        object.__setattr__(self, "hosts", MappingProxyType(dict(sorted(hosts.items()))))
+        exact = {k: v for k, v in hosts.items() if not k.startswith(".")}
+        suffixes = sorted(
+            ((k, v) for k, v in hosts.items() if k.startswith(".")), key=lambda kv: -len(kv[0])
+        )
+        object.__setattr__(self, "_exact", MappingProxyType(exact))
+        object.__setattr__(self, "_suffixes", tuple(suffixes))
+
+    def rules_for(self, host: str) -> HostPolicy:
+        """The rules for a canonical host name (no port).
+
+        >>> CanonPolicy().rules_for("example.com") == HostPolicy()
+        True
+        """
+        if not self.hosts:
+            return self.default
+        found = self._exact.get(host)
+        if found is not None:
+            return found
+        for suffix, rules in self._suffixes:
+            if host.endswith(suffix) or host == suffix[1:]:
+                return rules
+        return self.default
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description of every rule (the length cap is not a rule)."""
+        default = self.default.describe()
+        return {
+            "default": default,
+            "hosts": {k: v.describe() for k, v in self.hosts.items() if v.describe() != default},
+        }
+
+
+#: The policy used when none is given: the code rules alone.
+DEFAULT_POLICY = CanonPolicy()
+_DEFAULT_DESCRIPTION = json.dumps(DEFAULT_POLICY.describe(), sort_keys=True)
+
+
+def canon_version(policy: CanonPolicy | None = None) -> int:
+    """The number stored with each snapshot naming the code rules and the policy.
+
+    The default policy's is :data:`CANON_RULES_VERSION` (below 1024). Any other policy gets
+    1024 + (blake2b of the rules version and the policy's description) mod 31744: a 15-bit
+    tag that fits ``page_snapshots.canon_version`` (SMALLINT). Two different policies share
+    a tag with probability 1/31744; equal policies always share one.
+
+    >>> canon_version() == CANON_RULES_VERSION
+    True
+    >>> canon_version(CanonPolicy(default=HostPolicy(fold_trailing_slash=True)))
+    8526
+    """
+    if policy is None:
+        return CANON_RULES_VERSION
+    description = json.dumps(policy.describe(), sort_keys=True)
+    if description == _DEFAULT_DESCRIPTION:
+        return CANON_RULES_VERSION
+    digest = hashlib.blake2b(
+        f"{CANON_RULES_VERSION}\n{description}".encode(), digest_size=8
+    ).digest()
+    return 1024 + int.from_bytes(digest, "big") % (32768 - 1024)
+
+
+def canonicalise(
+    url: str, policy: CanonPolicy | None = None, *, max_length: int | None = None
+) -> str:
     """Return the canonical form of an ``http``/``https`` URL.
 
     Raises :class:`InvalidURLError` (a ``ValueError``) naming the problem for anything that
-    is not an absolute http(s) URL with a valid host.
+    is not an absolute http(s) URL with a valid host; ``TypeError`` for a non-``str``.
+    ``max_length`` overrides the policy's length cap.
 
     >>> canonicalise("HTTP://Example.COM:80/a//b/./c/../d?b=2&utm_source=x&a=1#top")
     'http://example.com/a/b/d?a=1&b=2'
-    >>> canonicalise("https://user:secret@example.com")
-    'https://example.com/'
+    >>> canonicalise("https://user:secret@faß.example/%7e")
+    'https://xn--fa-hia.example/~'
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be str, not {type(url).__name__}")
-    if len(url) > max_length:
-        raise InvalidURLError(url, f"longer than {max_length} characters")
-    text = url.strip(
-        "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12"
-        "\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f "
-    )
-    if "\t" in text or "\n" in text or "\r" in text:
-        text = text.replace("\t", "").replace("\n", "").replace("\r", "")
+    if policy is None:
+        policy = DEFAULT_POLICY
+    limit = policy.max_length if max_length is None else max_length
+    if len(url) > limit:
+        raise InvalidURLError(url, f"longer than {limit} characters")
+    # WHATWG basic URL parser: strip leading/trailing C0 control or space, remove tab and
+    # newline anywhere; any other control character left refuses the URL (our rule).
+    if url.isascii() and url.isprintable():  # the common case: no control character at all
+        text = url.strip(" ")
+    else:
+        text = url.strip(_C0_OR_SPACE)
+        if "\t" in text or "\n" in text or "\r" in text:
+            text = text.replace("\t", "").replace("\n", "").replace("\r", "")
+        if _CONTROL_RE.search(text):
+            raise InvalidURLError(url, "contains a control character")
     if not text:
         raise InvalidURLError(url, "empty URL")
-    if _CONTROL_RE.search(text):
-        raise InvalidURLError(url, "contains a control character")
-    match = _SCHEME_RE.match(text)
-    if match is None:
-        raise InvalidURLError(url, "not an absolute URL (no scheme)")
-    scheme = match.group(1).lower()
-    if scheme not in _DEFAULT_PORTS:
-        raise InvalidURLError(url, f"scheme {scheme!r} is not http or https")
-    rest = text[match.end() :]
-    if "\\" in rest:
-        rest = rest.replace("\\", "/")
-    rest = rest.lstrip("/")
-
-    # Split off the fragment, then the query, then the authority (WHATWG order).
-    rest = rest.partition("#")[0]
-    rest, has_query, query = rest.partition("?")
-    slash = rest.find("/")
-    if slash == -1:
-        authority, path = rest, "/"
+    head = text[:6].lower()
+    if head.startswith("http:"):
+        prefix, skip = "http://", 5
+    elif head == "https:":
+        prefix, skip = "https://", 6
     else:
-        authority, path = rest[:slash], rest[slash:]
+        match = _SCHEME_RE.match(text)
+        if match is None:
+            raise InvalidURLError(url, "not an absolute URL (no scheme)")
+        raise InvalidURLError(url, f"scheme {match[1].lower()!r} is not http or https")
 
-    host, port = _split_authority(url, authority)
-    host = _canonical_host(url, host)
-    if port and port != _DEFAULT_PORTS[scheme]:
-        host = f"{host}:{port}"
+    # WHATWG parse (ada): host (UTS #46, IPv4, IPv6), port, dot segments, encode sets.
+    # Inlined (ada's C API through the cffi module of ada-url) because it is the hot path.
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        # Lone surrogates: WHATWG parses scalar values (USVString), so they become U+FFFD.
+        data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
+    parsed = _ada_parse(data, len(data))
+    try:
+        raw = _ada_get_href(parsed)
+        if not raw.length:  # ada_c.h: the getters of an invalid URL return ""
+            raise InvalidURLError(url, refusal_reason(text[skip:]))
+        c = _ada_get_components(parsed)
+        host_start, host_end, path_start = c.host_start, c.host_end, c.pathname_start
+        hash_start = c.hash_start
+        href: str = _unpack(raw.data, raw.length).decode("utf-8", "replace")
+        host_start, host_end, path_start = int(host_start), int(host_end), int(path_start)
+    finally:
+        _ada_free(parsed)
 
-    path = _canonical_path(path)
-    result = f"{scheme}://{host}{path}"
-    if has_query and query:
-        query = _canonical_query(query)
-        if query:
-            result = f"{result}?{query}"
+    if href[host_start] == "@":  # userinfo is dropped
+        host_start += 1
+    host = href[host_start:host_end]
+    if host[0] != "[":  # a domain or an IPv4 address (which passes every domain check)
+        if host[-1] == "." or ".." in host or len(host) > 63 or host[0] == ".":
+            host = _check_domain(url, host)
+        if '"' in host or "`" in host or "{" in host or "}" in host:
+            # Allowed by WHATWG, but no RFC 3986 reg-name or DNS name holds them.
+            raise InvalidURLError(url, f"host {host!r} contains a forbidden character")
+    rules = policy.default if not policy.hosts else policy.rules_for(host)
+    if host_end != path_start:  # ":port" (WHATWG already dropped the default one)
+        host += href[host_end:path_start]
+
+    # Path and query in one pass: escapes upper-cased, unreserved decoded, the rest encoded.
+    # A raw "?" cannot be in a WHATWG path, and decoding unreserved escapes adds none.
+    rest = href[path_start:hash_start] if hash_start != _OMITTED else href[path_start:]
+    if not _PLAIN_RE.fullmatch(rest):
+        rest = _ESCAPE_RE.sub(_escape, rest)
+    path, _, query = rest.partition("?")
+    if rules.strip_session_ids and ";" in path:
+        path = _JSESSIONID_RE.sub("", path)
+        if "/." in path:
+            path = _remove_dot_segments(path)
+    if "//" in path:
+        path = _SLASHES_RE.sub("/", path)
+    if rules.fold_trailing_slash and len(path) > 1 and path[-1] == "/":
+        path = path[:-1]
+    result = prefix + host + (path or "/")
+
+    if query:
+        drop = rules._drop_exact
+        prefixes = rules._drop_prefixes
+        keep = rules.keep_params
+        kept = []
+        for pair in query.split("&"):
+            if not pair:
+                continue
+            key = pair.partition("=")[0].lower()
+            if (key in drop or key.startswith(prefixes)) and key not in keep:
+                continue
+            kept.append(pair)
+        if kept:
+            if not rules.keep_query_order:
+                kept.sort()
+            result += "?" + "&".join(kept)
+    if rules.keep_routing_fragments and hash_start != _OMITTED:
+        fragment = href[hash_start + 1 :]
+        if fragment[:1] in ("!", "/"):
+            result += "#" + _ESCAPE_RE.sub(_escape, fragment)
     return result
 
 
-def url_digest(url: str, *, max_length: int = DEFAULT_MAX_URL_LENGTH) -> bytes:
+def url_digest(
+    url: str, policy: CanonPolicy | None = None, *, max_length: int | None = None
+) -> bytes:
     """Return the 16-byte blake2b digest of the canonical form of ``url``.
 
     The digest is stable across processes, machines and Python versions (``hashlib``, not
@@ -162,12 +471,18 @@ def url_digest(url: str, *, max_length: int = DEFAULT_MAX_URL_LENGTH) -> bytes:
     >>> url_digest("http://example.com/").hex()
     '9aba6a18c5a5d94534a3b99c485d4547'
     """
-    return digest_canonical(canonicalise(url, max_length=max_length))
+    return digest_canonical(canonicalise(url, policy, max_length=max_length))
+
+
+# Copying a ready blake2b-128 state is about a third cheaper than constructing one per URL.
+_BLAKE2B_128 = hashlib.blake2b(digest_size=16)
 
 
 def digest_canonical(canonical: str) -> bytes:
     """Return the 16-byte blake2b digest of an already canonical URL."""
-    return hashlib.blake2b(canonical.encode("utf-8"), digest_size=16).digest()
+    hasher = _BLAKE2B_128.copy()
+    hasher.update(canonical.encode("utf-8"))
+    return hasher.digest()
 
 
 def url_host(canonical: str) -> str:
@@ -180,194 +495,68 @@ def url_host(canonical: str) -> str:
 
 
 def strip_query(canonical: str) -> str:
-    """Return a canonical URL without its query string.
+    """Return a canonical URL without its query string (or routing fragment).
 
     >>> strip_query("https://example.com/a?session=1")
     'https://example.com/a'
     """
-    return canonical.partition("?")[0]
+    return canonical.partition("?")[0].partition("#")[0]
 
 
-def _split_authority(url: str, authority: str) -> tuple[str, str]:
-    """Split ``[userinfo@]host[:port]``, dropping userinfo and validating the port."""
-    if "@" in authority:
-        authority = authority.rpartition("@")[2]
-    if authority.startswith("["):
-        end = authority.find("]")
-        if end == -1:
-            raise InvalidURLError(url, "unclosed '[' in IPv6 host")
-        host, after = authority[: end + 1], authority[end + 1 :]
-        if after and not after.startswith(":"):
-            raise InvalidURLError(url, "characters after the IPv6 host")
-        port = after[1:]
-    else:
-        host, _, port = authority.partition(":")
-        if ":" in port:
-            raise InvalidURLError(url, "more than one ':' in host and port")
-    if port:
-        if not port.isascii() or not port.isdigit():
-            raise InvalidURLError(url, f"port {port!r} is not a number")
-        number = int(port)
-        if number > 65535:
-            raise InvalidURLError(url, f"port {number} is out of range")
-        port = str(number)
-    return host, port
+_ada_parse = _lib.ada_parse
+_ada_get_href = _lib.ada_get_href
+_ada_get_components = _lib.ada_get_components
+_ada_free = _lib.ada_free
+_unpack = _ffi.unpack
 
 
-def _canonical_host(url: str, host: str) -> str:
-    """Lower-case, IDNA-encode and validate a host; normalise IP literals."""
-    if not host:
-        raise InvalidURLError(url, "empty host")
-    if host.startswith("["):
-        if "%" in host:
-            # WHATWG URL: an IPv6 zone identifier is not part of a URL's host.
-            raise InvalidURLError(url, f"IPv6 host {host!r} has a zone identifier")
-        try:
-            return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
-        except ValueError:
-            raise InvalidURLError(url, f"invalid IPv6 address {host!r}") from None
-    if "%" in host:
-        # WHATWG host parsing: percent-decode to bytes, then UTF-8 decode (U+FFFD on error).
-        host = unquote(host, errors="replace")
-        if "%" in host:
-            raise InvalidURLError(url, "invalid percent-encoding in host")
-    host = host.lower()
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise InvalidURLError(
-                url, f"host {host!r} is not a valid internationalised name"
-            ) from None
-    if host.endswith("."):
+def _check_domain(url: str, host: str) -> str:
+    """Drop one trailing dot; refuse empty labels, labels over 63 and names over 253
+    characters (RFC 1034 §3.1): DNS cannot resolve them."""
+    if host[-1:] == ".":
         host = host[:-1]
     if not host:
         raise InvalidURLError(url, "empty host")
-    if _FORBIDDEN_HOST_RE.search(host):
-        raise InvalidURLError(url, f"host {host!r} contains a forbidden character")
-    labels = host.split(".")
-    if _looks_numeric(labels[-1]):
-        return _ipv4(url, labels)
-    for label in labels:
-        if not label:
-            raise InvalidURLError(url, f"host {host!r} has an empty label")
-        if len(label) > 63:
-            raise InvalidURLError(url, f"host label {label[:20]!r}… is over 63 characters")
-    if len(host) > 253:
-        raise InvalidURLError(url, "host is over 253 characters")
+    if ".." in host or host[0] == "." or host[-1] == ".":
+        raise InvalidURLError(url, f"host {host!r} has an empty label")
+    if len(host) > 63:
+        for label in host.split("."):
+            if len(label) > 63:
+                raise InvalidURLError(url, f"host label {label[:20]!r}… is over 63 characters")
+        if len(host) > 253:
+            raise InvalidURLError(url, "host is over 253 characters")
     return host
 
 
-def _looks_numeric(label: str) -> bool:
-    """WHATWG "ends in a number": the last label is decimal digits or 0x-hex."""
-    if label.isascii() and label.isdigit():
-        return True
-    return label[:2] in ("0x", "0X") and all(c in "0123456789abcdefABCDEF" for c in label[2:])
-
-
-def _ipv4(url: str, labels: list[str]) -> str:
-    """Parse a WHATWG IPv4 host (decimal, octal, hex; 1 to 4 parts) to dotted-decimal."""
-    if len(labels) > 4:
-        raise InvalidURLError(url, "IPv4 host has more than four parts")
-    numbers = []
-    for part in labels:
-        if not part:
-            raise InvalidURLError(url, "IPv4 host has an empty part")
-        if not _IPV4_PART_RE.fullmatch(part):
-            # int() would also take "+1", "-1" and "1_0"; WHATWG takes ASCII digits only.
-            raise InvalidURLError(url, f"IPv4 part {part!r} is not a number")
-        try:
-            if part[:2] in ("0x", "0X"):
-                value = int(part[2:] or "0", 16)
-            elif len(part) > 1 and part[0] == "0":
-                value = int(part[1:], 8)
-            else:
-                value = int(part, 10)
-        except ValueError:
-            raise InvalidURLError(url, f"IPv4 part {part!r} is not a number") from None
-        numbers.append(value)
-    last = numbers.pop()
-    if any(n > 255 for n in numbers) or last >= 256 ** (4 - len(numbers)):
-        raise InvalidURLError(url, "IPv4 address out of range")
-    address = last
-    for index, value in enumerate(numbers):
-        address += value * 256 ** (3 - index)
-    return str(ipaddress.IPv4Address(address))
-
-
-def _normalise_escapes(text: str, keep: frozenset[str] = frozenset()) -> str:
-    """Upper-case percent-escapes, decode unreserved ones, encode what a URL may not hold."""
-    out: list[str] = []
-    i = 0
-    n = len(text)
-    while i < n:
-        char = text[i]
-        if char == "%":
-            pair = text[i + 1 : i + 3]
-            if len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair):
-                decoded = chr(int(pair, 16))
-                if decoded in _UNRESERVED and decoded not in keep:
-                    out.append(decoded)
-                else:
-                    out.append("%" + pair.upper())
-                i += 3
-                continue
-            out.append("%25")
-        elif char in _SAFE_CHARS and char not in keep:
-            out.append(char)
-        else:
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass")))
-        i += 1
-    return "".join(out)
-
-
-def _canonical_path(path: str) -> str:
-    """Normalise escapes, remove dot segments and collapse repeated slashes."""
-    if not _PLAIN_PATH_RE.fullmatch(path):
-        path = _normalise_escapes(path, keep=frozenset("?#"))
-    # Dot segments first, counting empty segments as WHATWG does ("/a/b//.." is "/a/b/"),
-    # so that collapsing "//" afterwards cannot change which segment ".." removes.
-    if "." in path:
-        path = _remove_dot_segments(path)
-    if "//" in path:
-        path = re.sub(r"/{2,}", "/", path)
-    return path or "/"
-
-
 def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 §5.2.4, with ``%2e`` counted as ``.`` as WHATWG does."""
-    segments = path.split("/")
+    """RFC 3986 §5.2.4, for dot segments a stripped ``;jsessionid=`` left behind."""
     output: list[str] = []
+    segments = path.split("/")
     for segment in segments[1:]:
-        lowered = segment.lower()
-        if lowered in (".", "%2e"):
+        if segment == ".":
             continue
-        if lowered in ("..", ".%2e", "%2e.", "%2e%2e"):
+        if segment == "..":
             if output:
                 output.pop()
             continue
         output.append(segment)
-    last = segments[-1].lower()
-    trailing = last in (".", "..", "%2e", ".%2e", "%2e.", "%2e%2e")
     result = "/" + "/".join(output)
-    if trailing and not result.endswith("/"):
+    if segments[-1] in (".", "..") and not result.endswith("/"):
         result += "/"
     return result
 
 
-def _canonical_query(query: str) -> str:
-    """Drop tracking parameters and sort the remaining pairs, keeping blanks and duplicates."""
-    if not _PLAIN_QUERY_RE.fullmatch(query):
-        query = _normalise_escapes(query, keep=frozenset("#"))
-    kept = []
-    for pair in query.split("&"):
-        if not pair:
-            continue
-        key = pair.partition("=")[0].lower()
-        if "%" in key:
-            key = _PERCENT_RE.sub(lambda m: chr(int(m.group(1), 16)), key)
-        if key in TRACKING_PARAMETERS or key.startswith("utm_"):
-            continue
-        kept.append(pair)
-    kept.sort()
-    return "&".join(kept)
+def _policy_host(name: object) -> str:
+    """Canonicalise a policy's host key, keeping a leading "." (domain and subdomains)."""
+    if not isinstance(name, str) or not name.strip("."):
+        raise ConfigError(f"host names in a policy must be non-empty strings, got {name!r}")
+    dot = "." if name.startswith(".") else ""
+    try:
+        canonical = canonicalise(f"http://{name.lstrip('.')}/")
+    except InvalidURLError as exc:
+        raise ConfigError(f"policy host {name!r} is not a valid host: {exc.reason}") from None
+    host = url_host(canonical)
+    port = host.rpartition("]")[2] if host.startswith("[") else host
+    if host != canonical[7:-1] or ":" in port:
+        raise ConfigError(f"policy host {name!r} must be a host name alone")
+    return dot + host

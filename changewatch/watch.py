@@ -29,12 +29,20 @@ from typing import Any
 from changewatch.config import (
     DEFAULT_MAX_PAGE_BYTES,
     DEFAULT_MINOR_DISTANCE,
+    SEEN_ON_ERROR,
+    SeenOnError,
     Settings,
     UrlPolicy,
     check_settings,
     load_settings,
 )
-from changewatch.errors import PageTooLargeError, StoreConflictError
+from changewatch.errors import (
+    CanonVersionMismatchError,
+    ConfigError,
+    PageTooLargeError,
+    SeenSetUnavailableError,
+    StoreConflictError,
+)
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
     Fingerprint,
@@ -55,7 +63,14 @@ from changewatch.store import (
     WriteConflict,
     open_store,
 )
-from changewatch.urls import CANON_VERSION, canonicalise, digest_canonical, strip_query, url_host
+from changewatch.urls import (
+    CanonPolicy,
+    canon_version,
+    canonicalise,
+    digest_canonical,
+    strip_query,
+    url_host,
+)
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "ChangeWatch", "should_parse"]
 
@@ -63,6 +78,9 @@ log = logging.getLogger("changewatch")
 
 #: Times a batch is decided again after losing a race before StoreConflictError.
 DEFAULT_MAX_ATTEMPTS = 10
+
+#: Snapshot rows read on open to check they were keyed by the same canonicalisation rules.
+DEFAULT_CANON_CHECK_ROWS = 10_000
 
 Html = str | bytes
 
@@ -88,7 +106,13 @@ class ChangeWatch:
 
     ``database_url`` and ``seen_url`` name the store and the seen-set; pass ``store=`` or
     ``seen=`` instead to hand in adapters built elsewhere. ``clock`` returns the current
-    UTC time (tests pass a fixed one). The seen-set is opened on the first ``mark_seen``.
+    UTC time (tests pass a fixed one). The seen-set is opened on first use.
+
+    ``seen_on_error`` (``"raise"`` or ``"assume-new"``) is what ``mark_seen`` does when a
+    shared seen-set is unreachable. ``seen_precheck=True`` lets ``should_parse`` take a URL
+    the seen-set has never seen as new without reading its snapshot first — worth it when
+    the seen-set is long-lived (it holds every URL ever stored) and local; a wrong guess costs
+    one retried transaction, never a wrong answer.
     """
 
     def __init__(
@@ -103,8 +127,18 @@ class ChangeWatch:
         url_policy: UrlPolicy = "full",
         clock: Callable[[], datetime] | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        seen_on_error: SeenOnError = "raise",
+        seen_precheck: bool = False,
+        canon_policy: CanonPolicy | None = None,
+        allow_mixed_canon: bool = False,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
+        if seen_on_error not in SEEN_ON_ERROR:
+            raise ConfigError(
+                f"seen_on_error must be one of {', '.join(SEEN_ON_ERROR)}, got {seen_on_error!r}"
+            )
+        self.seen_on_error = seen_on_error
+        self.seen_precheck = seen_precheck
         defaults = Settings()
         self._seen_url = seen_url or defaults.seen_url
         self._seen = seen
@@ -115,6 +149,9 @@ class ChangeWatch:
         self.url_policy = url_policy
         self._clock = clock or _utcnow
         self._max_attempts = max_attempts
+        self.canon_policy = canon_policy
+        self.canon_version = canon_version(canon_policy)
+        self._check_canon_version(allow_mixed_canon, close=store is None)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChangeWatch:
@@ -126,6 +163,8 @@ class ChangeWatch:
             "minor_distance": settings.minor_distance,
             "max_page_bytes": settings.max_page_bytes,
             "url_policy": settings.url_policy,
+            "canon_policy": settings.canon_policy,
+            "seen_on_error": settings.seen_on_error,
         }
         kwargs.update(overrides)
         return cls(**kwargs)
@@ -147,13 +186,27 @@ class ChangeWatch:
     # -- enqueue time -------------------------------------------------------------------
 
     def mark_seen(self, url: str) -> bool:
-        """Add a URL to the seen-set; True when it is new (enqueue it)."""
-        return self.seen.add(digest_canonical(canonicalise(url)))
+        """Add a URL to the seen-set; True when it is new (enqueue it).
+
+        Checked and set in one step by the seen-set, so of several workers marking the same
+        URL exactly one is told True (a Bloom filter may also say False for a URL it never
+        saw, at its false-positive rate). If a shared seen-set cannot be reached,
+        ``seen_on_error`` decides: ``"raise"`` (the default) raises
+        ``SeenSetUnavailableError``; ``"assume-new"`` logs a warning and answers True, so the
+        crawl goes on and may fetch a URL twice rather than miss it.
+        """
+        return self.mark_seen_many([url])[0]
 
     def mark_seen_many(self, urls: Iterable[str]) -> list[bool]:
         """``mark_seen`` for several URLs; every URL is validated before any is added."""
-        digests = [digest_canonical(canonicalise(url)) for url in urls]
-        return self.seen.add_many(digests)
+        digests = [digest_canonical(canonicalise(url, self.canon_policy)) for url in urls]
+        try:
+            return self.seen.add_many(digests)
+        except SeenSetUnavailableError as exc:
+            if self.seen_on_error == "raise":
+                raise
+            log.warning("seen-set unavailable (%s); assuming %d URL(s) new", exc, len(digests))
+            return [True] * len(digests)
 
     # -- fetch time ---------------------------------------------------------------------
 
@@ -174,6 +227,8 @@ class ChangeWatch:
         ``max_page_bytes``, ``StoreError`` when the store fails; nothing is written then.
         """
         page = self._prepare(url, html, content_type, etag, last_modified)
+        if self.seen_precheck and page.digest not in self.seen:
+            return self._decide_batch([page])[0]  # never seen: new, no fast path to try
         # The common re-crawl case, identical bytes, in one autocommitted statement.
         hit = self._store.touch_unchanged(
             self._clock(), page.digest, page.raw, FINGERPRINT_VERSION, etag, last_modified
@@ -208,11 +263,19 @@ class ChangeWatch:
 
     def history(self, url: str) -> list[Version]:
         """Every stored version of a page, oldest first (empty if never stored)."""
-        return self._store.history(digest_canonical(canonicalise(url)))
+        return self._store.history(digest_canonical(canonicalise(url, self.canon_policy)))
 
     def stats(self) -> dict[str, Any]:
-        """Store counters, and the seen-set's figures if it has been opened."""
+        """Store counters, and the seen-set's figures if it has been opened.
+
+        ``canon_versions`` counts rows per canonicalisation rule set (every row read);
+        ``canon_mismatch`` is true when any was keyed by rules other than ``canon_version``.
+        """
         result = self._store.stats()
+        found = self._store.canon_versions()
+        result["canon_version"] = self.canon_version
+        result["canon_versions"] = {str(v): n for v, n in sorted(found.items())}
+        result["canon_mismatch"] = bool(set(found) - {self.canon_version})
         if self._seen is not None:
             result["seen"] = dict(self._seen.stats())
         return result
@@ -238,6 +301,23 @@ class ChangeWatch:
 
     # -- internals ----------------------------------------------------------------------
 
+    def _check_canon_version(self, allow_mixed: bool, *, close: bool) -> None:
+        """Refuse (or, with ``allow_mixed``, warn about) a store keyed by other URL rules.
+
+        Reads at most :data:`DEFAULT_CANON_CHECK_ROWS` rows, so a minority of other rows in
+        a large table can go unseen here; ``stats()`` counts every row.
+        """
+        found = self._store.canon_versions(limit=DEFAULT_CANON_CHECK_ROWS)
+        if not set(found) - {self.canon_version}:
+            return
+        error = CanonVersionMismatchError(self.canon_version, found)
+        if allow_mixed:
+            log.warning("%s", error)
+            return
+        if close:
+            self._store.close()
+        raise error
+
     def _prepare(
         self,
         url: str,
@@ -248,7 +328,7 @@ class ChangeWatch:
     ) -> _Page:
         if not isinstance(html, str | bytes):
             raise TypeError(f"html must be str or bytes, not {type(html).__name__}")
-        canonical = canonicalise(url)
+        canonical = canonicalise(url, self.canon_policy)
         size = len(html) if isinstance(html, bytes) else len(html.encode("utf-8", "surrogatepass"))
         if size > self.max_page_bytes:
             raise PageTooLargeError(canonical, size, self.max_page_bytes)
@@ -300,7 +380,8 @@ class ChangeWatch:
     def _decide_batch(self, pages: Sequence[_Page]) -> list[Decision]:
         for attempt in range(self._max_attempts):
             try:
-                return self._attempt(pages)
+                # The seen-set pre-check only on the first attempt: after a conflict, look up.
+                return self._attempt(pages, precheck=self.seen_precheck and attempt == 0)
             except WriteConflict:
                 log.debug(
                     "batch of %d lost a race (attempt %d); deciding again", len(pages), attempt + 1
@@ -311,17 +392,21 @@ class ChangeWatch:
             "with other workers; nothing was written"
         )
 
-    def _attempt(self, pages: Sequence[_Page]) -> list[Decision]:
+    def _attempt(self, pages: Sequence[_Page], *, precheck: bool = False) -> list[Decision]:
         """Decide a batch in one transaction; :class:`WriteConflict` if a page moved meanwhile.
 
-        Batches read every snapshot in one ``SELECT`` (locking the rows, in digest order, on
+        Batches read their snapshots in one ``SELECT`` (locking the rows, in digest order, on
         Postgres) rather than trying the one-statement fast path first: two statements that
         each lock rows in digest order would not lock them in one global order, and
         concurrent batches could deadlock.
         """
         now = self._clock()
+        # With seen_precheck, a URL the seen-set never saw is taken as new without reading
+        # its snapshot; if it was stored after all, the insert conflicts and the batch is
+        # decided again with the lookup.
+        unseen = set() if not precheck else {p.digest for p in pages if p.digest not in self.seen}
         with self._store.transaction() as tx:
-            snapshots = tx.lookup([p.digest for p in pages])
+            snapshots = tx.lookup([p.digest for p in pages if p.digest not in unseen])
             decided: dict[bytes, Decision] = {}
             new: list[NewPage] = []
             touches: list[Touch] = []
@@ -335,7 +420,7 @@ class ChangeWatch:
                             page.digest,
                             url_host(page.url),
                             self._stored_url(page.url),
-                            CANON_VERSION,
+                            self.canon_version,
                             fp,
                             page.etag,
                             page.last_modified,

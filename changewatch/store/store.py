@@ -455,6 +455,20 @@ class SnapshotStore:
             for r in rows
         ]
 
+    def canon_versions(self, limit: int | None = None) -> dict[int, int]:
+        """Rows per ``canon_version``: over the whole table, or the first ``limit`` rows read.
+
+        The sampled form reads at most ``limit`` rows (no index on canon_version is needed),
+        so opening a large store stays cheap; ``stats`` uses the exact one.
+        """
+        rows: Any = sa.select(_SNAP.canon_version)
+        if limit is not None:
+            rows = rows.limit(limit)
+        sub = rows.subquery()
+        stmt = sa.select(sub.c.canon_version, func.count()).group_by(sub.c.canon_version)
+        with _translate(self.database_url), self.engine.connect() as conn:
+            return {int(v): int(n) for v, n in conn.execute(stmt).all()}
+
     def stats(self) -> dict[str, Any]:
         """Counts across the store, for ``changewatch stats``."""
         with _translate(self.database_url), self.engine.connect() as conn:
