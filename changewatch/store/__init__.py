@@ -16,6 +16,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from changewatch.errors import ConfigError
 from changewatch.store.migrate import ensure_current
+from changewatch.store.near import MAX_NEAR_DISTANCE, NearCandidate, NearDuplicate, nearest
 from changewatch.store.store import (
     Change,
     NewPage,
@@ -29,7 +30,10 @@ from changewatch.store.store import (
 )
 
 __all__ = [
+    "MAX_NEAR_DISTANCE",
     "Change",
+    "NearCandidate",
+    "NearDuplicate",
     "NewPage",
     "RawHit",
     "SnapshotStore",
@@ -37,6 +41,7 @@ __all__ = [
     "Touch",
     "WriteConflict",
     "create_engine",
+    "nearest",
     "open_store",
     "redact",
 ]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
@@ -10,9 +14,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SAWarning
 
 from changewatch.errors import ConfigError, SchemaOutOfDateError
 from changewatch.store.store import _translate
+from changewatch.store.tables import simhash_band_index_names
 
 __all__ = [
     "alembic_config",
@@ -21,6 +27,7 @@ __all__ = [
     "ensure_current",
     "head_revision",
     "migrations_path",
+    "skip_band_index_reflection_warnings",
     "upgrade",
 ]
 
@@ -91,3 +98,30 @@ def ensure_current(engine: Engine, *, auto_upgrade: bool) -> None:
         upgrade(engine)
         return
     raise SchemaOutOfDateError(current, expected)
+
+
+@contextlib.contextmanager
+def skip_band_index_reflection_warnings() -> Iterator[None]:
+    """Silence exactly the two warnings a schema comparison gives for the SimHash band indexes.
+
+    SQLAlchemy cannot reflect expression indexes on SQLite ("Skipped unsupported reflection of
+    expression-based index …", an ``SAWarning``), and Alembic's autogenerate then skips the
+    matching metadata index ("autogenerate skipping metadata-specified expression-based
+    index …"). Both are expected for our band indexes and only for them: any other index
+    still warns. On Postgres the expression indexes are reflected and compared, so drift
+    there is still detected. Used by ``migrations/env.py`` (so ``alembic check`` passes under
+    ``-W error``) and by the migration test's direct ``compare_metadata`` call.
+    """
+    names = "|".join(re.escape(name) for name in simhash_band_index_names())
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore",
+            message=rf"Skipped unsupported reflection of expression-based index ({names})$",
+            category=SAWarning,
+        )
+        warnings.filterwarnings(
+            "ignore",
+            message=rf"autogenerate skipping metadata-specified expression-based index '({names})'",
+            category=UserWarning,
+        )
+        yield

@@ -30,6 +30,15 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from changewatch.errors import StoreError
 from changewatch.fingerprint import Fingerprint
 from changewatch.model import Snapshot, Version
+from changewatch.store.near import (
+    DEFAULT_NEAR_LIMIT,
+    NearCandidate,
+    NearDuplicate,
+    check_near_distance,
+    check_simhash,
+    nearest,
+    read_candidates,
+)
 from changewatch.store.tables import page_snapshots, page_versions
 
 __all__ = [
@@ -76,13 +85,18 @@ class RawHit:
 
 @dataclass(frozen=True, slots=True)
 class Touch:
-    """An unchanged fetch: count it, move ``last_seen``, remember the latest raw hash."""
+    """An unchanged fetch: count it, move ``last_seen``, remember the latest raw hash.
+
+    With ``fp`` (a row fingerprinted under older rules whose page is unchanged) the row is
+    re-keyed to the new fingerprint and its version; no ``page_versions`` row is added.
+    """
 
     url_digest: bytes
     expected_versions: int
     raw_sha256: bytes
     etag: str | None = None
     last_modified: str | None = None
+    fp: Fingerprint | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,40 +197,31 @@ class StoreTransaction:
             for r in rows
         }
 
-    def find_by_content(self, contents: Sequence[bytes]) -> dict[bytes, tuple[bytes, str]]:
-        """For each normalised-content hash, the stored page with it that has the smallest
-        URL digest: ``(digest, URL or digest hex)``."""
-        if not contents:
-            return {}
-        # The smallest digest per content hash, picked with row_number(): Postgres before 18
-        # has no min(bytea), so min(url_digest) ... GROUP BY fails there.
-        ranked = (
-            sa.select(
-                _SNAP.content_sha256,
-                _SNAP.url_digest.label("d"),
-                func.row_number()
-                .over(partition_by=_SNAP.content_sha256, order_by=_SNAP.url_digest)
-                .label("n"),
-            )
-            .where(_SNAP.content_sha256.in_(sa.bindparam("contents", expanding=True)))
-            .subquery()
-        )
-        stmt = sa.select(ranked.c.content_sha256, ranked.c.d).where(ranked.c.n == 1)
+    def near_candidates(
+        self, simhashes: Sequence[int], contents: Sequence[bytes] = ()
+    ) -> list[NearCandidate]:
+        """Stored pages sharing a SimHash band with any of ``simhashes``, plus the page with
+        the smallest URL digest for each content hash in ``contents`` (one statement)."""
         with _translate(self._database_url):
-            rows = self._conn.execute(stmt, {"contents": list(set(contents))}).all()
-            if not rows:
-                return {}
-            urls = dict(
-                self._conn.execute(
-                    sa.select(_SNAP.url_digest, _SNAP.url).where(
-                        _SNAP.url_digest.in_(sa.bindparam("d", expanding=True))
-                    ),
-                    {"d": [r.d for r in rows]},
-                ).all()
-            )
-        return {
-            bytes(r.content_sha256): (bytes(r.d), urls.get(r.d) or bytes(r.d).hex()) for r in rows
-        }
+            return read_candidates(self._conn, simhashes, contents)
+
+    def near_duplicates(
+        self,
+        simhash: int,
+        max_distance: int,
+        exclude_digest: bytes | None = None,
+        limit: int = DEFAULT_NEAR_LIMIT,
+    ) -> list[NearDuplicate]:
+        """Stored pages within ``max_distance`` (0..3) of ``simhash``, nearest first.
+
+        ``ValueError`` past distance 3, where the band index no longer finds every match
+        (see :mod:`changewatch.store.near`).
+        """
+        check_simhash(simhash)
+        check_near_distance(max_distance)
+        return nearest(
+            simhash, self.near_candidates([simhash]), max_distance, exclude_digest, limit
+        )
 
     def write(
         self,
@@ -273,72 +278,16 @@ class StoreTransaction:
         )
 
     def _touch(self, now: datetime, touches: Sequence[Touch]) -> None:
-        stmt = (
-            sa.update(page_snapshots)
-            .where(
-                _SNAP.url_digest == bindparam("b_digest"),
-                _SNAP.version_count == bindparam("b_expected"),
-            )
-            .values(
-                last_seen=bindparam("b_now"),
-                fetch_count=_SNAP.fetch_count + 1,
-                raw_sha256=bindparam("b_raw"),
-                etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
-                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
-            )
-        )
-        params = [
-            {
-                "b_digest": t.url_digest,
-                "b_expected": t.expected_versions,
-                "b_now": now,
-                "b_raw": t.raw_sha256,
-                "b_etag": t.etag,
-                "b_lm": t.last_modified,
-            }
-            for t in touches
-        ]
-        self._expect_rows(stmt, params)
+        plain = [t for t in touches if t.fp is None]
+        if plain:
+            self._expect_rows(_TOUCH, [_params(now, t, t.raw_sha256) for t in plain])
+        # Unchanged pages on rows made by older rules: re-keyed in place, no history row.
+        rekeys = [t for t in touches if t.fp is not None]
+        if rekeys:
+            self._expect_rows(_REKEY, [_params(now, t, t.raw_sha256, t.fp) for t in rekeys])
 
     def _change(self, now: datetime, changes: Sequence[Change]) -> None:
-        stmt = (
-            sa.update(page_snapshots)
-            .where(
-                _SNAP.url_digest == bindparam("b_digest"),
-                _SNAP.version_count == bindparam("b_expected"),
-            )
-            .values(
-                last_seen=bindparam("b_now"),
-                last_changed=bindparam("b_now"),
-                fetch_count=_SNAP.fetch_count + 1,
-                version_count=_SNAP.version_count + 1,
-                raw_sha256=bindparam("b_raw"),
-                content_sha256=bindparam("b_content"),
-                simhash=bindparam("b_simhash", type_=page_snapshots.c.simhash.type),
-                text_length=bindparam("b_length"),
-                fingerprint_version=bindparam("b_fpv"),
-                etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
-                last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
-            )
-        )
-        self._expect_rows(
-            stmt,
-            [
-                {
-                    "b_digest": c.url_digest,
-                    "b_expected": c.expected_versions,
-                    "b_now": now,
-                    "b_raw": c.fp.raw_sha256,
-                    "b_content": c.fp.content_sha256,
-                    "b_simhash": c.fp.simhash,
-                    "b_length": c.fp.text_length,
-                    "b_fpv": c.fp.version,
-                    "b_etag": c.etag,
-                    "b_lm": c.last_modified,
-                }
-                for c in changes
-            ],
-        )
+        self._expect_rows(_CHANGE, [_params(now, c, c.fp.raw_sha256, c.fp) for c in changes])
         # The superseded version was last seen at the snapshot's previous last_seen.
         self._conn.execute(
             sa.update(page_versions)
@@ -367,6 +316,63 @@ class StoreTransaction:
         result = self._conn.execute(stmt, params)
         if result.rowcount != len(params):
             raise WriteConflict("a page was changed by another worker")
+
+
+def _snapshot_update(**extra: Any) -> sa.Update:
+    """A conditional UPDATE of one snapshot: only where ``version_count`` is still what was
+    read. Counts the fetch, moves ``last_seen``, keeps the latest raw hash and HTTP
+    validators, and sets the ``extra`` columns."""
+    return (
+        sa.update(page_snapshots)
+        .where(
+            _SNAP.url_digest == bindparam("b_digest"),
+            _SNAP.version_count == bindparam("b_expected"),
+        )
+        .values(
+            last_seen=bindparam("b_now"),
+            fetch_count=_SNAP.fetch_count + 1,
+            raw_sha256=bindparam("b_raw"),
+            etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
+            last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
+            **extra,
+        )
+    )
+
+
+_NEW_FINGERPRINT = {
+    "content_sha256": bindparam("b_content"),
+    "simhash": bindparam("b_simhash", type_=page_snapshots.c.simhash.type),
+    "text_length": bindparam("b_length"),
+    "fingerprint_version": bindparam("b_fpv"),
+}
+_TOUCH = _snapshot_update()
+_REKEY = _snapshot_update(**_NEW_FINGERPRINT)
+_CHANGE = _snapshot_update(
+    last_changed=bindparam("b_now"),
+    version_count=_SNAP.version_count + 1,
+    **_NEW_FINGERPRINT,
+)
+
+
+def _params(
+    now: datetime, op: Touch | Change, raw: bytes, fp: Fingerprint | None = None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "b_digest": op.url_digest,
+        "b_expected": op.expected_versions,
+        "b_now": now,
+        "b_raw": raw,
+        "b_etag": op.etag,
+        "b_lm": op.last_modified,
+    }
+    if fp is not None:
+        params |= {
+            "b_content": fp.content_sha256,
+            "b_simhash": fp.simhash,
+            "b_length": fp.text_length,
+            "b_fpv": fp.version,
+        }
+    return params
 
 
 def _version_row(
@@ -427,6 +433,27 @@ class SnapshotStore:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             row = conn.execute(_FAST_TOUCH, params).first()
         return None if row is None else RawHit(bytes(row[0]), row[1], row[2])
+
+    def simhash_of(self, digest: bytes) -> int | None:
+        """The stored SimHash of one page, or ``None`` if it was never stored."""
+        stmt = sa.select(_SNAP.simhash).where(_SNAP.url_digest == digest)
+        with _translate(self.database_url), self.engine.connect() as conn:
+            value: int | None = conn.execute(stmt).scalar()
+        return value
+
+    def near_duplicates(
+        self,
+        simhash: int,
+        max_distance: int,
+        exclude_digest: bytes | None = None,
+        limit: int = DEFAULT_NEAR_LIMIT,
+    ) -> list[NearDuplicate]:
+        """:meth:`StoreTransaction.near_duplicates` on a fresh connection (one statement)."""
+        check_simhash(simhash)
+        check_near_distance(max_distance)
+        with _translate(self.database_url), self.engine.connect() as conn:
+            candidates = read_candidates(conn, [simhash])
+        return nearest(simhash, candidates, max_distance, exclude_digest, limit)
 
     def history(self, digest: bytes) -> list[Version]:
         """Every version of a page, oldest first; the current one ends at the last fetch."""

@@ -25,10 +25,29 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["metadata", "page_snapshots", "page_versions", "to_signed64", "to_unsigned64"]
+__all__ = [
+    "SIMHASH_BANDS",
+    "SIMHASH_BAND_BITS",
+    "metadata",
+    "page_snapshots",
+    "page_versions",
+    "simhash_band",
+    "simhash_band_expr",
+    "simhash_band_index_names",
+    "to_signed64",
+    "to_unsigned64",
+]
+
+#: The 64-bit SimHash is indexed as this many bands (DESIGN.md, Storage: Manku et al. 2007).
+SIMHASH_BANDS = 4
+#: Bits per band: 64 / SIMHASH_BANDS.
+SIMHASH_BAND_BITS = 16
+_BAND_MASK = (1 << SIMHASH_BAND_BITS) - 1
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -57,6 +76,40 @@ def to_unsigned64(value: int) -> int:
     True
     """
     return value + (1 << 64) if value < 0 else value
+
+
+def simhash_band(value: int, band: int) -> int:
+    """Band ``band`` (0 = most significant) of an unsigned 64-bit SimHash: 16 bits.
+
+    By the pigeonhole principle, two 64-bit values within Hamming distance 3 differ in at
+    most 3 of the 4 bands, so they agree on at least one (Manku, Jain, Das Sarma, WWW 2007).
+
+    >>> [simhash_band(0x0123_4567_89AB_CDEF, b) for b in range(4)] == [
+    ...     0x0123, 0x4567, 0x89AB, 0xCDEF]
+    True
+    """
+    shift = SIMHASH_BAND_BITS * (SIMHASH_BANDS - 1 - band)
+    return (value >> shift) & _BAND_MASK
+
+
+def simhash_band_expr(column: ColumnElement[Any], band: int) -> ColumnElement[int]:
+    """The SQL for :func:`simhash_band` over the signed BIGINT column: ``(simhash >> s) & 65535``.
+
+    Right-shifting a negative BIGINT is arithmetic on both SQLite and Postgres, so the top bits
+    fill with ones; masking after the shift keeps only the 16 band bits, which are the same as
+    those of the unsigned value. The shift and mask are literals, not bound parameters, so a
+    query's expression matches the index expression exactly (Postgres only uses an expression
+    index for the identical expression).
+    """
+    shift = SIMHASH_BAND_BITS * (SIMHASH_BANDS - 1 - band)
+    raw: ColumnElement[Any] = column
+    shifted = raw if shift == 0 else raw.op(">>", return_type=BigInteger())(text(str(shift)))
+    return shifted.op("&", return_type=BigInteger())(text(str(_BAND_MASK)))
+
+
+def simhash_band_index_names() -> list[str]:
+    """The names of the band indexes on ``page_snapshots``, band 0 first."""
+    return [f"ix_page_snapshots_simhash_band{band}" for band in range(SIMHASH_BANDS)]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -176,6 +229,9 @@ page_snapshots = Table(
 )
 Index("ix_page_snapshots_content_sha256", page_snapshots.c.content_sha256)
 Index("ix_page_snapshots_host", page_snapshots.c.host)
+# The four SimHash bands, as expression indexes (migration 0002); see simhash_band_expr.
+for _band, _name in enumerate(simhash_band_index_names()):
+    Index(_name, simhash_band_expr(page_snapshots.c.simhash, _band))
 
 page_versions = Table(
     "page_versions",
