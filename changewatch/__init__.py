@@ -12,8 +12,16 @@ from changewatch.errors import (
     StoreConflictError,
     StoreError,
 )
-from changewatch.fingerprint import Fingerprint, fingerprint, hamming, normalise
+from changewatch.fingerprint import (
+    Fingerprint,
+    FingerprintPolicy,
+    fingerprint,
+    fingerprint_record,
+    hamming,
+    normalise,
+)
 from changewatch.model import Decision, Version
+from changewatch.store.near import NearDuplicate
 from changewatch.urls import canonicalise, url_digest
 from changewatch.watch import ChangeWatch, should_parse
 
@@ -23,7 +31,9 @@ __all__ = [
     "ConfigError",
     "Decision",
     "Fingerprint",
+    "FingerprintPolicy",
     "InvalidURLError",
+    "NearDuplicate",
     "PageTooLargeError",
     "SchemaOutOfDateError",
     "SeenSetError",
@@ -34,6 +44,7 @@ __all__ = [
     "__version__",
     "canonicalise",
     "fingerprint",
+    "fingerprint_record",
     "hamming",
     "normalise",
     "should_parse",

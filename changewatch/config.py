@@ -15,7 +15,8 @@
 ``CHANGEWATCH_URL_POLICY``
     what of a URL the store keeps: ``full``, ``no-query`` or ``none``; default ``full``
 ``CHANGEWATCH_CANON_POLICY``
-    path of a TOML file with the URL canonicalisation policy (docs/canonicalisation.md);
+    path of a TOML file with the URL canonicalisation policy (docs/canonicalisation.md) and,
+    in its ``[fingerprint]`` table, the content fingerprint policy (docs/fingerprints.md);
     default: none, the code rules alone
 """
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from changewatch.errors import ConfigError
+from changewatch.fingerprint import FingerprintPolicy
 from changewatch.urls import CanonPolicy, HostPolicy
 
 __all__ = [
@@ -41,7 +43,9 @@ __all__ = [
     "Settings",
     "UrlPolicy",
     "canon_policy_from_mapping",
+    "fingerprint_policy_from_mapping",
     "load_canon_policy",
+    "load_fingerprint_policy",
     "load_settings",
 ]
 
@@ -66,6 +70,7 @@ class Settings:
     url_policy: UrlPolicy = "full"
     canon_policy: CanonPolicy | None = None
     seen_on_error: SeenOnError = "raise"
+    fingerprint_policy: FingerprintPolicy | None = None
 
     def __post_init__(self) -> None:
         check_settings(self.minor_distance, self.max_page_bytes, self.url_policy)
@@ -111,6 +116,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             else None
         ),
         seen_on_error=cast(SeenOnError, env.get("CHANGEWATCH_SEEN_ON_ERROR") or "raise"),
+        fingerprint_policy=(
+            load_fingerprint_policy(env["CHANGEWATCH_CANON_POLICY"])
+            if env.get("CHANGEWATCH_CANON_POLICY")
+            else None
+        ),
     )
 
 
@@ -142,14 +152,17 @@ def load_canon_policy(path: str | os.PathLike[str]) -> CanonPolicy:
     one host (``".NAME"``: the domain and its subdomains). A file that cannot be read, is not
     TOML, or holds an unknown key or a wrong value raises :class:`ConfigError` naming it.
     """
+    return canon_policy_from_mapping(_read_policy_file(path), source=str(path))
+
+
+def _read_policy_file(path: str | os.PathLike[str]) -> dict[str, object]:
     try:
         with open(path, "rb") as file:
-            data = tomllib.load(file)
+            return tomllib.load(file)
     except OSError as exc:
         raise ConfigError(f"canonicalisation policy {str(path)!r}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"canonicalisation policy {str(path)!r} is not TOML: {exc}") from exc
-    return canon_policy_from_mapping(data, source=str(path))
 
 
 def canon_policy_from_mapping(data: Mapping[str, object], source: str = "policy") -> CanonPolicy:
@@ -163,7 +176,7 @@ def canon_policy_from_mapping(data: Mapping[str, object], source: str = "policy"
     >>> policy.rules_for("shop.example").keep_query_order
     True
     """
-    unknown = set(data) - set(_HOST_FIELDS) - {"hosts", "max_length"}
+    unknown = set(data) - set(_HOST_FIELDS) - {"hosts", "max_length", "fingerprint"}
     if unknown:
         raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
     top = {k: v for k, v in data.items() if k in _HOST_FIELDS}
@@ -226,3 +239,89 @@ def _strings(value: object, where: str, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: {key} must be a list of strings, got {value!r}")
     return value
+
+
+_FINGERPRINT_KEYS = ("ignore", "main", "volatile", "add_volatile", "boilerplate")
+
+
+def load_fingerprint_policy(path: str | os.PathLike[str]) -> FingerprintPolicy | None:
+    """Read the ``[fingerprint]`` table of the policy file (``CHANGEWATCH_CANON_POLICY``);
+    ``None`` when it has none. See :func:`fingerprint_policy_from_mapping`."""
+    table = _read_policy_file(path).get("fingerprint")
+    if table is None:
+        return None
+    return fingerprint_policy_from_mapping(table, source=f"{path}: fingerprint")
+
+
+def fingerprint_policy_from_mapping(
+    table: object, source: str = "fingerprint"
+) -> FingerprintPolicy:
+    """Build a :class:`~changewatch.fingerprint.FingerprintPolicy` from a parsed TOML table.
+
+    Keys: ``ignore`` (CSS selectors), ``main`` (a CSS selector), ``volatile`` (regular
+    expressions, replacing the defaults), ``add_volatile`` (added to them), ``boilerplate``
+    (true or false). Each ``[fingerprint.hosts."NAME"]`` table (``".NAME"``: the domain and its
+    subdomains) starts from these: its ``ignore`` and ``add_volatile`` add to them, its other
+    keys replace them. An unknown key or a bad value raises :class:`ConfigError` naming it.
+
+    >>> policy = fingerprint_policy_from_mapping(
+    ...     {"ignore": [".ad"], "hosts": {"example.com": {"main": "article"}}})
+    >>> policy.for_host("example.com").ignore, policy.for_host("example.com").main
+    (('.ad',), 'article')
+    """
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source} must be a table")
+    unknown = set(table) - set(_FINGERPRINT_KEYS) - {"hosts"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
+    default = _fingerprint_rules(table, source, FingerprintPolicy())
+    hosts_table = table.get("hosts", {})
+    if not isinstance(hosts_table, Mapping):
+        raise ConfigError(f"{source}: 'hosts' must be a table of host tables")
+    hosts: dict[str, FingerprintPolicy] = {}
+    for name, host_table in hosts_table.items():
+        where = f"{source}: hosts.{name!r}"
+        if not isinstance(host_table, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        unknown = set(host_table) - set(_FINGERPRINT_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        hosts[name] = _fingerprint_rules(host_table, where, default, add_ignore=True)
+    try:
+        return FingerprintPolicy(
+            ignore=default.ignore,
+            main=default.main,
+            volatile=default.volatile,
+            boilerplate=default.boilerplate,
+            hosts=hosts,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _fingerprint_rules(
+    table: Mapping[str, object],
+    where: str,
+    base: FingerprintPolicy,
+    *,
+    add_ignore: bool = False,
+) -> FingerprintPolicy:
+    """One policy (without hosts) from a TOML table, on top of ``base``."""
+    ignore = _strings(table.get("ignore", []), where, "ignore")
+    volatile = tuple(_strings(table.get("volatile", list(base.volatile)), where, "volatile"))
+    volatile += tuple(_strings(table.get("add_volatile", []), where, "add_volatile"))
+    main = table.get("main", base.main)
+    if main is not None and not isinstance(main, str):
+        raise ConfigError(f"{where}: main must be a CSS selector string, got {main!r}")
+    boilerplate = table.get("boilerplate", base.boilerplate)
+    if not isinstance(boilerplate, bool):
+        raise ConfigError(f"{where}: boilerplate must be true or false, got {boilerplate!r}")
+    try:
+        return FingerprintPolicy(
+            ignore=(*base.ignore, *ignore) if add_ignore else tuple(ignore),
+            main=main,
+            volatile=volatile,
+            boilerplate=boilerplate,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None

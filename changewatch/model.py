@@ -23,9 +23,11 @@ class Decision:
 
     ``distance`` is the SimHash Hamming distance from the stored version (``None`` for a new
     page); ``duplicate_of`` is, for a new page, the URL of another stored page with the same
-    normalised content (its digest in hex when the URL-storage policy keeps no URL);
-    ``path`` says how the answer was reached: ``"raw"`` (identical bytes, nothing parsed),
-    ``"normalised"`` (same visible text) or ``"simhash"``/``"new"``.
+    normalised content, or else the nearest within ``minor_distance`` SimHash bits (its
+    digest in hex when the URL-storage policy keeps no URL); ``path`` says how the answer
+    was reached: ``"raw"`` (identical bytes, nothing parsed), ``"normalised"`` (same visible
+    text), ``"refingerprint"`` (identical bytes of a row stored under older fingerprint
+    rules, re-keyed), ``"simhash"`` or ``"new"``.
     """
 
     kind: DecisionKind

@@ -5,8 +5,17 @@ The decision flow (DESIGN.md, "One page, end to end"), cheapest step first:
 1. raw-bytes SHA-256 equals the stored one → ``unchanged`` (no HTML parsed at all);
 2. normalised-text SHA-256 equals the stored one → ``unchanged`` (the new raw hash is kept,
    so the next identical re-render takes step 1);
-3. no stored row → ``new`` (``duplicate_of`` names another URL with the same content);
+3. no stored row → ``new`` (``duplicate_of`` names another URL with the same content, else
+   the nearest stored page within ``minor_distance`` — at most 3, the reach of the band index);
 4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed``.
+
+A row fingerprinted under an older ``fingerprint_version`` cannot be compared by content
+hash: its hash was made by other rules. If the page's bytes equal the stored raw hash it is
+``unchanged`` (path ``"refingerprint"``) and the row is re-keyed in place — new content hash,
+SimHash and version, no history row. If the bytes differ too, the SimHash distance decides as
+in step 4 (old and new SimHash come from different rules, so the first fetch after a rule
+change can report ``minor`` or ``changed`` for a page whose visible text did not change;
+later fetches compare like with like).
 
 A batch reads its snapshots in one query and writes in one transaction. Writes are
 conditional on what was read (see :mod:`changewatch.store.store`); a batch that loses a
@@ -46,8 +55,10 @@ from changewatch.errors import (
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
     Fingerprint,
+    FingerprintPolicy,
     content_sha256,
     hamming,
+    is_binary,
     normalise,
     simhash,
 )
@@ -55,14 +66,19 @@ from changewatch.fingerprint import raw_sha256 as hash_raw
 from changewatch.model import Decision, DecisionKind, Version
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.store import (
+    MAX_NEAR_DISTANCE,
     Change,
+    NearCandidate,
+    NearDuplicate,
     NewPage,
     RawHit,
     SnapshotStore,
     Touch,
     WriteConflict,
+    nearest,
     open_store,
 )
+from changewatch.store.near import DEFAULT_NEAR_LIMIT, check_near_distance
 from changewatch.urls import (
     CanonPolicy,
     canon_version,
@@ -99,6 +115,7 @@ class _Page:
     text: str | None = None
     content: bytes | None = None
     fp: Fingerprint | None = None
+    binary: bool = False
 
 
 class ChangeWatch:
@@ -113,6 +130,10 @@ class ChangeWatch:
     the seen-set has never seen as new without reading its snapshot first — worth it when
     the seen-set is long-lived (it holds every URL ever stored) and local; a wrong guess costs
     one retried transaction, never a wrong answer.
+
+    ``fingerprint_policy`` (:class:`~changewatch.fingerprint.FingerprintPolicy`) says what of a
+    page is noise, per host; binary bodies (PDF, images, archives: by magic bytes or
+    ``content_type``) are compared by their raw bytes and a change is always ``changed``.
     """
 
     def __init__(
@@ -131,6 +152,7 @@ class ChangeWatch:
         seen_precheck: bool = False,
         canon_policy: CanonPolicy | None = None,
         allow_mixed_canon: bool = False,
+        fingerprint_policy: FingerprintPolicy | None = None,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if seen_on_error not in SEEN_ON_ERROR:
@@ -150,6 +172,7 @@ class ChangeWatch:
         self._clock = clock or _utcnow
         self._max_attempts = max_attempts
         self.canon_policy = canon_policy
+        self.fingerprint_policy = fingerprint_policy
         self.canon_version = canon_version(canon_policy)
         self._check_canon_version(allow_mixed_canon, close=store is None)
 
@@ -164,6 +187,7 @@ class ChangeWatch:
             "max_page_bytes": settings.max_page_bytes,
             "url_policy": settings.url_policy,
             "canon_policy": settings.canon_policy,
+            "fingerprint_policy": settings.fingerprint_policy,
             "seen_on_error": settings.seen_on_error,
         }
         kwargs.update(overrides)
@@ -261,6 +285,31 @@ class ChangeWatch:
                 decisions[index] = decision
         return [d for d in decisions if d is not None]
 
+    def near_duplicates(
+        self,
+        url_or_simhash: str | int,
+        max_distance: int = MAX_NEAR_DISTANCE,
+        *,
+        limit: int = DEFAULT_NEAR_LIMIT,
+    ) -> list[NearDuplicate]:
+        """Stored pages whose SimHash is within ``max_distance`` bits, nearest first.
+
+        A ``str`` is a URL: it is canonicalised, its stored SimHash is searched for and the
+        page itself left out (an empty list if it was never stored). An ``int`` is an unsigned
+        64-bit SimHash. Each result is ``(url_digest, url, distance)``; ``url`` is ``None``
+        when the URL-storage policy keeps none. ``max_distance`` must be 0..3: past 3 the
+        4-band index cannot find every match, so ``ValueError`` is raised instead of an
+        incomplete answer.
+        """
+        if isinstance(url_or_simhash, str):
+            digest = digest_canonical(canonicalise(url_or_simhash, self.canon_policy))
+            stored = self._store.simhash_of(digest)
+            if stored is None:
+                check_near_distance(max_distance)
+                return []
+            return self._store.near_duplicates(stored, max_distance, digest, limit)
+        return self._store.near_duplicates(url_or_simhash, max_distance, None, limit)
+
     def history(self, url: str) -> list[Version]:
         """Every stored version of a page, oldest first (empty if never stored)."""
         return self._store.history(digest_canonical(canonicalise(url, self.canon_policy)))
@@ -352,8 +401,14 @@ class ChangeWatch:
     def _content(self, page: _Page) -> bytes:
         """The page's normalised-text SHA-256 (parsing it once, on first need)."""
         if page.content is None:
-            page.text = normalise(page.html, page.content_type)
-            page.content = content_sha256(page.text)
+            if is_binary(page.html, page.content_type):
+                # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
+                page.binary, page.text, page.content = True, "", page.raw
+            else:
+                page.text = normalise(
+                    page.html, page.content_type, self.fingerprint_policy, host=url_host(page.url)
+                )
+                page.content = content_sha256(page.text)
         return page.content
 
     def _fingerprint(self, page: _Page) -> Fingerprint:
@@ -361,7 +416,9 @@ class ChangeWatch:
         if page.fp is None:
             content = self._content(page)
             assert page.text is not None
-            page.fp = Fingerprint(page.raw, content, simhash(page.text), len(page.text))
+            page.fp = Fingerprint(
+                page.raw, content, simhash(page.text), len(page.text), binary=page.binary
+            )
         return page.fp
 
     @staticmethod
@@ -435,6 +492,30 @@ class ChangeWatch:
                     path = "raw"
                 elif same_rules and self._content(page) == snap.content_sha256:
                     path = "normalised"
+                elif not same_rules and snap.raw_sha256 == page.raw:
+                    # Same bytes, older rules: unchanged; re-key the row to the new rules.
+                    fp = self._fingerprint(page)
+                    touches.append(
+                        Touch(
+                            page.digest,
+                            snap.version_count,
+                            page.raw,
+                            page.etag,
+                            page.last_modified,
+                            fp=fp,
+                        )
+                    )
+                    decided[page.digest] = Decision(
+                        "unchanged",
+                        page.url,
+                        page.digest,
+                        fp.content_sha256,
+                        fp.simhash,
+                        distance=0,
+                        path="refingerprint",
+                        version=snap.version_count,
+                    )
+                    continue
                 else:
                     path = ""
                 if path:
@@ -457,6 +538,8 @@ class ChangeWatch:
                 fp = self._fingerprint(page)
                 distance = hamming(fp.simhash, snap.simhash)
                 kind: DecisionKind = "minor" if distance <= self.minor_distance else "changed"
+                if fp.binary:
+                    kind = "changed"  # a binary body has no SimHash: other bytes, other content
                 changes.append(
                     Change(
                         page.digest,
@@ -481,9 +564,15 @@ class ChangeWatch:
                 )
             decisions = [decided[p.digest] for p in pages]
             if new:
-                decisions = self._with_duplicates(
-                    tx.find_by_content([n.fp.content_sha256 for n in new]), decisions
+                # One statement for exact and near copies. Pages without text (empty, or
+                # binary) have no meaningful SimHash: only exact copies are looked up for them,
+                # which also keeps their shared SimHash from matching every such page.
+                near = tx.near_candidates(
+                    [n.fp.simhash for n in new if n.fp.text_length > 0],
+                    [n.fp.content_sha256 for n in new],
                 )
+                textless = {n.url_digest for n in new if n.fp.text_length == 0}
+                decisions = self._with_duplicates(near, textless, decisions)
             tx.write(now, new, touches, changes)
         for decision in decisions:
             log.debug(
@@ -495,21 +584,40 @@ class ChangeWatch:
         return decisions
 
     def _with_duplicates(
-        self, stored: dict[bytes, tuple[bytes, str]], decisions: list[Decision]
+        self,
+        near: list[NearCandidate],
+        textless: set[bytes],
+        decisions: list[Decision],
     ) -> list[Decision]:
-        """Fill ``duplicate_of`` for new pages: the page with the smallest URL digest among
-        those stored and those earlier in the batch, as one-by-one calls would find it."""
-        best = dict(stored)
+        """Fill ``duplicate_of`` for new pages as one-by-one calls would.
+
+        The page with the same content and the smallest URL digest, else (for pages with
+        text) the nearest page within ``minor_distance`` (capped at 3; ties by smallest
+        digest). Candidates are the stored rows as they were before the batch, updated with
+        the pages decided earlier in the batch (their new fingerprints replace the stored
+        ones). One gap remains: if the smallest-digest holder of a content changed earlier in
+        the batch, the next holder is only known when it is also a band candidate.
+        """
+        radius = min(self.minor_distance, MAX_NEAR_DISTANCE)
+        exact: dict[bytes, dict[bytes, str]] = {}
+        content_of: dict[bytes, bytes] = {}
+        pool: dict[bytes, NearCandidate] = {}
+        for c in near:
+            name = c.url or c.url_digest.hex()
+            pool[c.url_digest] = NearCandidate(c.url_digest, name, c.simhash, c.content_sha256)
+            exact.setdefault(c.content_sha256, {})[c.url_digest] = name
+            content_of[c.url_digest] = c.content_sha256
         out = []
         for d in decisions:
             if d.kind == "new":
-                found = best.get(d.content_sha256)
-                if found is None or d.url_digest < found[0]:
-                    best[d.content_sha256] = (
-                        d.url_digest,
-                        self._stored_url(d.url) or d.url_digest.hex(),
-                    )
-                other = None if found is None else found[1]
+                holders = exact.get(d.content_sha256, {})
+                if holders:
+                    other: str | None = holders[min(holders)]
+                elif d.url_digest in textless:
+                    other = None
+                else:
+                    found = nearest(d.simhash, list(pool.values()), radius, d.url_digest, 1)
+                    other = found[0].url if found else None
                 if other is not None:
                     d = Decision(
                         d.kind,
@@ -520,8 +628,26 @@ class ChangeWatch:
                         duplicate_of=other,
                         path=d.path,
                     )
+            if d.kind != "unchanged" or d.path == "refingerprint":
+                self._replace_candidate(exact, content_of, pool, d)
             out.append(d)
         return out
+
+    def _replace_candidate(
+        self,
+        exact: dict[bytes, dict[bytes, str]],
+        content_of: dict[bytes, bytes],
+        pool: dict[bytes, NearCandidate],
+        d: Decision,
+    ) -> None:
+        """Make a page decided earlier in the batch a candidate with its new fingerprint."""
+        old = content_of.get(d.url_digest)
+        if old is not None:
+            exact[old].pop(d.url_digest, None)
+        name = self._stored_url(d.url) or d.url_digest.hex()
+        exact.setdefault(d.content_sha256, {})[d.url_digest] = name
+        content_of[d.url_digest] = d.content_sha256
+        pool[d.url_digest] = NearCandidate(d.url_digest, name, d.simhash, d.content_sha256)
 
 
 def _utcnow() -> datetime:

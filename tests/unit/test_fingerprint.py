@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import codecs
+import doctest
 import gzip
 import hashlib
+import importlib
 import json
 import os
 import re
 import statistics
 import subprocess
 import sys
+import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +23,32 @@ import simhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from changewatch import ChangeWatch, ConfigError, PageTooLargeError
+from changewatch.config import (
+    fingerprint_policy_from_mapping,
+    load_canon_policy,
+    load_fingerprint_policy,
+    load_settings,
+)
 from changewatch.fingerprint import (
+    DEFAULT_VOLATILE_PATTERNS,
     DROPPED_TAGS,
     FINGERPRINT_VERSION,
     MAX_FEATURE_WEIGHT,
     Fingerprint,
+    FingerprintPolicy,
+    canonical_json,
     decode_html,
     feature_hash,
     fingerprint,
+    fingerprint_record,
     hamming,
+    is_binary,
     normalise,
     normalise_text,
     simhash_features,
     simhash_of_features,
+    strip_volatile,
 )
 
 # ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
@@ -294,6 +311,8 @@ def test_fingerprint_value_checks() -> None:
 
 
 #: page → (normalised text, content_sha256 hex, simhash); pinned, persisted with every snapshot.
+#: The first three are unchanged from fingerprint_version 1 (their pages hold nothing hidden,
+#: volatile or binary, so version 2's rules give the same text); the fourth pins version 2.
 GOLDEN_FINGERPRINTS = {
     "<p>Hello, World</p>": (
         "hello, world",
@@ -312,6 +331,15 @@ GOLDEN_FINGERPRINTS = {
         "full width strasse café",
         "4f28a5ed89c11ef257c5a11d7081e6208780331463593ba93e76027c5805df2b",
         1945680385686700037,
+    ),
+    # New in fingerprint_version 2: hidden elements and volatile stamps are not content.
+    (
+        "<p>Report</p><div hidden>draft</div>"
+        "<p>Generated at 2026-03-01T12:00:00Z, 5 minutes ago</p>"
+    ): (
+        "report generated at ,",
+        "fec2119fec8e3677411bb7649ec2bb01dfc0430bfb904a98b1baacf2fb4164d6",
+        8537184343287426102,
     ),
 }
 
@@ -560,3 +588,486 @@ def test_one_word_edit_changes_content_hash_and_few_simhash_bits(
     assert statistics.median(distances) <= 3
     assert sum(d <= 10 for d in distances) >= 0.95 * len(distances)
     assert max(distances) <= 20
+
+
+# --- fingerprint_version 2: hidden elements, boilerplate, volatile stamps, policies ----------
+
+
+def test_fingerprint_module_doctests() -> None:
+    """The doctest examples of changewatch.fingerprint hold (fingerprint_record's included)."""
+    module = importlib.import_module("changewatch.fingerprint")
+    result = doctest.testmod(module)
+    assert result.attempted >= 20
+    assert result.failed == 0
+
+
+def test_fingerprint_version_is_2() -> None:
+    """Normalisation changed in this release (hidden, volatile, binary): version 2 is stored."""
+    assert FINGERPRINT_VERSION == 2
+    assert fingerprint("<p>x</p>").version == 2
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "<div hidden>HIDDENWORD</div>",
+        '<div hidden="until-found">HIDDENWORD</div>',
+        '<span aria-hidden="true">HIDDENWORD</span>',
+        '<span aria-hidden="TRUE"><b>HIDDENWORD</b></span>',
+        '<div hidden><p aria-hidden="true">HIDDENWORD</p>HIDDENWORD</div>',
+        '<input type="HIDDEN" value="HIDDENWORD">',
+    ],
+)
+def test_normalise_drops_hidden_elements(hidden: str) -> None:
+    """hidden, aria-hidden="true" (any case, nested) and hidden inputs carry no text."""
+    assert normalise(f"<p>before</p>{hidden}<p>after</p>") == "before after"
+
+
+def test_normalise_keeps_aria_hidden_false() -> None:
+    """aria-hidden="false" is visible text."""
+    assert normalise('<p aria-hidden="false">shown</p>') == "shown"
+
+
+BOILERPLATE_PAGE = (
+    "<header>Site Name</header><nav>Home About</nav>"
+    "<main><header>Article Head</header><p>Body text</p></main>"
+    "<article><header>Card Head</header></article><section><header>Sec Head</header></section>"
+    "<aside>Related</aside><footer>Copyright</footer>"
+)
+
+
+def test_boilerplate_kept_by_default_dropped_on_request() -> None:
+    """By default nav/footer/aside/header stay (measured better); boilerplate=True drops them,
+    a header inside main/article/section excepted."""
+    assert normalise(BOILERPLATE_PAGE) == (
+        "site name home about article head body text card head sec head related copyright"
+    )
+    dropped = normalise(BOILERPLATE_PAGE, policy=FingerprintPolicy(boilerplate=True))
+    assert dropped == "article head body text card head sec head"
+
+
+def test_boilerplate_drop_is_linear_on_deeply_nested_headers() -> None:
+    """2,000 nested page-level headers are all dropped quickly (each ancestor looked at once)."""
+    page = "<header>h" * 2000 + "</header>" * 2000 + "<p>kept</p>"
+    start = time.perf_counter()
+    assert normalise(page, policy=FingerprintPolicy(boilerplate=True)) == "kept"
+    assert time.perf_counter() - start < 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("generated at 2026-03-01T12:00:00Z", "generated at"),
+        ("built 2026-03-01 12:00:00.123+01:00 ok", "built ok"),
+        ("rendered mon, 01 mar 2026 12:00:00 gmt by x", "rendered by x"),
+        ("on march 1, 2026 at 9:05 pm the end", "on the end"),
+        ("at 1st march 2026 09:05 here", "at here"),
+        ("at 01/03/2026 12:00 here", "at here"),
+        ("time 23:59:59 utc now", "time now"),
+        ("updated 5 minutes ago by", "updated by"),
+        ("updated an hour ago", "updated"),
+        ("posted 3 days ago", "posted"),
+        ("published 2026-03-01 and 1 march 2026", "published 2026-03-01 and 1 march 2026"),
+        ("3 apples 20 pears 2026", "3 apples 20 pears 2026"),
+        ("version 1.2.3", "version 1.2.3"),
+    ],
+)
+def test_volatile_defaults(text: str, expected: str) -> None:
+    """Date-times, times of day and relative ages go; dates alone and numbers stay."""
+    assert normalise(f"<p>{text}</p>") == expected
+
+
+def test_volatile_patterns_configurable() -> None:
+    """volatile=() keeps stamps; a custom pattern removes what it matches."""
+    page = "<p>Build 7f3a9c at 12:00</p>"
+    assert normalise(page, policy=FingerprintPolicy(volatile=())) == "build 7f3a9c at 12:00"
+    custom = FingerprintPolicy(volatile=(r"\bbuild [0-9a-f]+\b",))
+    assert normalise(page, policy=custom) == "at 12:00"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["12:00", "2026-03-01", "t", " ", "5", "minutes", "ago", "pm", "mar", "1,", "utc", "a"]
+        ),
+        max_size=30,
+    )
+)
+def test_strip_volatile_idempotent(parts: list[str]) -> None:
+    """strip_volatile reaches a fixed point: applying it twice equals applying it once."""
+    once = strip_volatile(normalise_text(" ".join(parts)))
+    assert strip_volatile(once) == once
+    assert normalise_text(once) == once
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=200))
+def test_normalise_idempotent_on_text(text: str) -> None:
+    """normalise of text without markup characters is a fixed point."""
+    text = text.replace("<", " ").replace("&", " ")
+    once = normalise(text)
+    assert normalise(once) == once
+
+
+def test_policy_ignore_and_main_selectors() -> None:
+    """ignore drops matching elements; main keeps only the first match's text."""
+    page = '<div class="ad">Buy now</div><div id="c"><p>Story</p><p class="ad">x</p></div>'
+    assert normalise(page, policy=FingerprintPolicy(ignore=(".ad",))) == "story"
+    assert normalise(page, policy=FingerprintPolicy(main="#c")) == "story x"
+    assert normalise(page, policy=FingerprintPolicy(main="#missing")) == "buy now story x"
+
+
+def test_policy_per_host() -> None:
+    """Host entries apply to their host ('.domain': and its subdomains) and nowhere else."""
+    policy = FingerprintPolicy(
+        hosts={
+            "example.com": FingerprintPolicy(ignore=(".ad",)),
+            ".example.org": FingerprintPolicy(main="article"),
+        }
+    )
+    page = '<p class="ad">Ad</p><article>Text</article>'
+    assert normalise(page, policy=policy, host="example.com") == "text"
+    assert normalise(page, policy=policy, host="www.example.org") == "text"
+    assert normalise(page, policy=policy, host="EXAMPLE.ORG") == "text"
+    assert normalise(page, policy=policy, host="other.net") == "ad text"
+    assert normalise(page, policy=policy) == "ad text"
+    rotated = page.replace(">Ad<", ">Other ad<")
+    here = fingerprint(rotated, policy=policy, host="example.com")
+    assert (
+        here.content_sha256 == fingerprint(page, policy=policy, host="example.com").content_sha256
+    )
+    elsewhere = fingerprint(rotated, policy=policy, host="other.net")
+    assert elsewhere.content_sha256 != fingerprint(page, policy=policy).content_sha256
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"ignore": ("div[[",)}, "bad CSS selector 'div\\[\\['"),
+        ({"main": "::nope("}, "bad CSS selector"),
+        ({"volatile": ("(unclosed",)}, "bad volatile pattern '\\(unclosed'"),
+        ({"ignore": "div"}, "ignore must be a list of strings"),
+        ({"volatile": (1,)}, "volatile must be a list of strings"),
+        ({"boilerplate": "yes"}, "boilerplate must be true or false"),
+        ({"main": 3}, "main must be a string"),
+        ({"hosts": {"a.com": "x"}}, "hosts\\['a.com'\\] must be a policy"),
+    ],
+)
+def test_policy_bad_values(kwargs: dict[str, Any], message: str) -> None:
+    """A bad selector, pattern or type raises ConfigError naming it."""
+    with pytest.raises(ConfigError, match=message):
+        FingerprintPolicy(**kwargs)
+
+
+# --- binary bodies ---------------------------------------------------------------------------
+
+BINARY_BODIES = {
+    "pdf": b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj",
+    "png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+    "jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF",
+    "gif87": b"GIF87a\x01\x00",
+    "gif89": b"GIF89a\x01\x00",
+    "webp": b"RIFF\x24\x00\x00\x00WEBPVP8 ",
+    "zip": b"PK\x03\x04\x14\x00",
+    "gzip": gzip.compress(b"<p>hello</p>"),
+}
+
+
+@pytest.mark.parametrize("body", BINARY_BODIES.values(), ids=BINARY_BODIES.keys())
+def test_binary_by_magic_bytes(body: bytes) -> None:
+    """Magic bytes make a body binary: raw SHA-256 as content, simhash 0, no text, binary."""
+    fp = fingerprint(body, "text/html")
+    assert fp.binary
+    assert fp.content_sha256 == fp.raw_sha256 == hashlib.sha256(body).digest()
+    assert (fp.simhash, fp.text_length, fp.version) == (0, 0, FINGERPRINT_VERSION)
+    assert normalise(body) == ""
+
+
+@pytest.mark.parametrize(
+    ("content_type", "binary"),
+    [
+        ("application/pdf", True),
+        ("image/svg+xml", True),
+        ("IMAGE/PNG; q=1", True),
+        ("video/mp4", True),
+        ("application/octet-stream", True),
+        ("application/zip", True),
+        ("text/html; charset=utf-8", False),
+        ("text/plain", False),
+        ("application/xhtml+xml", False),
+        ("application/json", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_binary_by_content_type(content_type: str | None, binary: bool) -> None:
+    """A non-text media type makes a body binary, str bodies included; text types do not."""
+    assert is_binary(b"<p>hello</p>", content_type) is binary
+    assert fingerprint("<p>hello</p>", content_type).binary is binary
+
+
+def test_html_is_not_binary_and_binary_field_defaults_false() -> None:
+    """An HTML page is not binary; Fingerprint(binary=...) defaults to False."""
+    assert not fingerprint(b"<!doctype html><p>PK</p>").binary
+    digest = bytes(32)
+    assert Fingerprint(digest, digest, 0, 0).binary is False
+
+
+# --- bad input: each has a defined result -----------------------------------------------------
+
+
+def test_bad_input_empty_document() -> None:
+    """An empty document: no text, simhash 0, content hash of ''."""
+    for page in ("", b"", b"\xef\xbb\xbf", "<!doctype html>"):
+        fp = fingerprint(page)
+        assert (fp.text_length, fp.simhash, fp.binary) == (0, 0, False)
+        assert fp.content_sha256 == hashlib.sha256(b"").digest()
+
+
+@pytest.mark.parametrize("tag", ["div", "span", "header", "table", "p", "b"])
+def test_bad_input_100000_deep_nesting_bounded_time(tag: str) -> None:
+    """100,000 nested elements: the text is found, in bounded time (tag-stripping fallback)."""
+    page = f"<{tag}>" * 100_000 + "deep text" + f"</{tag}>" * 100_000
+    start = time.perf_counter()
+    assert normalise(page) == "deep text"
+    assert normalise(page, policy=FingerprintPolicy(boilerplate=True)) == "deep text"
+    assert time.perf_counter() - start < 5
+
+
+def test_bad_input_deep_fallback_drops_scripts_and_comments() -> None:
+    """The deep-nesting fallback still drops scripts, styles and comments, decodes entities."""
+    page = "<div>" * 5000 + "<script>var x='<b>'</script><!-- c -->a &amp; b<style>p{}</style>"
+    assert normalise(page) == "a & b"
+
+
+def test_bad_input_unclosed_tags() -> None:
+    """Unclosed tags are closed by the HTML parser; all text is kept."""
+    assert normalise("<div><p>one<p>two<b>three<i>four") == "one two three four"
+    assert normalise("<p>text<script>never closed") == "text"
+    assert normalise("<p>a</p><!-- unterminated comment <p>b</p>") == "a"
+
+
+def test_bad_input_nul_bytes() -> None:
+    """NUL bytes never crash; they are not visible text."""
+    fp = fingerprint(b"<p>a\x00b</p>\x00<p>c</p>")
+    assert fp.text_length > 0
+    assert "\x00" not in normalise(b"<p>a\x00b</p>\x00<p>c</p>")
+
+
+def test_bad_input_invalid_utf8() -> None:
+    """Invalid UTF-8 becomes U+FFFD (case-folded text keeps it); no exception."""
+    assert normalise(b"<p>caf\xe9 \xff ok</p>") == "caf\ufffd \ufffd ok"
+
+
+def test_bad_input_utf16_with_bom() -> None:
+    """UTF-16 with a BOM decodes like the same page in UTF-8 (same content hash)."""
+    page = "<p>Grüße – ☃</p>"
+    utf16 = fingerprint(codecs.BOM_UTF16_LE + page.encode("utf-16-le"))
+    assert utf16.content_sha256 == fingerprint(page.encode("utf-8")).content_sha256
+    assert not utf16.binary
+
+
+def test_bad_input_50mb_refused_before_parsing(tmp_path: Path) -> None:
+    """A 50 MB page is refused above max_page_bytes (PageTooLargeError), nothing written."""
+    watch = ChangeWatch(f"sqlite:///{tmp_path}/cw.db", seen_url="memory:")
+    try:
+        page = b"<p>" + b"x" * (50 * 1024 * 1024) + b"</p>"
+        start = time.perf_counter()
+        with pytest.raises(PageTooLargeError) as info:
+            watch.should_parse("https://example.com/huge", page)
+        assert time.perf_counter() - start < 2  # no parse of 50 MB happened
+        assert info.value.limit == watch.max_page_bytes < len(page)
+        assert watch.history("https://example.com/huge") == []
+    finally:
+        watch.close()
+
+
+def test_binary_body_through_should_parse(tmp_path: Path) -> None:
+    """A PDF is new, unchanged on the same bytes, changed on other bytes (never minor)."""
+    watch = ChangeWatch(f"sqlite:///{tmp_path}/cw.db", seen_url="memory:")
+    try:
+        url = "https://example.com/report.pdf"
+        first = watch.should_parse(url, BINARY_BODIES["pdf"])
+        assert first.kind == "new"
+        assert first.content_sha256 == hashlib.sha256(BINARY_BODIES["pdf"]).digest()
+        assert watch.should_parse(url, BINARY_BODIES["pdf"]).kind == "unchanged"
+        changed = watch.should_parse(url, BINARY_BODIES["pdf"] + b"2 0 obj")
+        assert changed.kind == "changed"
+        image = watch.should_parse("https://example.com/a", b"<p>x</p>", content_type="image/png")
+        assert image.simhash == 0
+    finally:
+        watch.close()
+
+
+# --- fingerprint_record -----------------------------------------------------------------------
+
+
+def test_canonical_json_form() -> None:
+    """Sorted keys, no spaces, NFC strings, normalised numbers, nested containers."""
+    record = {
+        "z": {"b": [1, 2.5, {"y": None, "x": True}], "a": ()},
+        "a": "e\u0301",
+        "n": [0.1, 1e21, 1e-7, 123.0, -0.0, 10**30, Decimal("1.50"), Decimal("-1E+3"), 1e20],
+    }
+    assert canonical_json(record) == (
+        '{"a":"\u00e9","n":[0.1,1e+21,1e-7,123,0,1000000000000000000000000000000,1.5,-1000,'
+        '100000000000000000000],"z":{"a":[],"b":[1,2.5,{"x":true,"y":null}]}}'
+    ).encode("utf-8")
+
+
+def test_fingerprint_record_equalities() -> None:
+    """Key order, int vs float vs Decimal of one value and NFC/NFD spelling do not matter."""
+    assert fingerprint_record({"a": 1, "b": "caf\u00e9"}) == fingerprint_record(
+        {"b": "cafe\u0301", "a": 1.0}
+    )
+    assert fingerprint_record({"p": Decimal("0.10")}) == fingerprint_record({"p": 0.1})
+    assert fingerprint_record({"a": 1}) != fingerprint_record({"a": "1"})
+    assert fingerprint_record({"a": [1, 2]}) != fingerprint_record({"a": [2, 1]})
+    assert len(fingerprint_record({})) == 32
+    assert fingerprint_record({}) == hashlib.sha256(b"{}").digest()
+
+
+@pytest.mark.parametrize(
+    ("record", "error", "message"),
+    [
+        ({"a": {"b": [1, {1, 2}]}}, TypeError, r"\$\.a\.b\[1\]: cannot fingerprint a set"),
+        ({"a": b"bytes"}, TypeError, r"\$\.a: cannot fingerprint a bytes"),
+        ({"a": [object()]}, TypeError, r"\$\.a\[0\]: cannot fingerprint a object"),
+        ({"a": {1: "x"}}, TypeError, r"\$\.a: keys must be str"),
+        ({"a": float("nan")}, ValueError, r"\$\.a: nan is not a finite number"),
+        ({"a": [float("-inf")]}, ValueError, r"\$\.a\[0\]: -inf is not a finite number"),
+        ({"a": Decimal("Infinity")}, ValueError, r"\$\.a: .* is not a finite number"),
+        ({"e\u0301": 1, "\u00e9": 2}, ValueError, "equal after NFC"),
+    ],
+)
+def test_fingerprint_record_refuses(record: dict[Any, Any], error: type, message: str) -> None:
+    """Unknown types, non-str keys, non-finite numbers and NFC-colliding keys are refused,
+    naming the path of the value."""
+    with pytest.raises(error, match=message):
+        fingerprint_record(record)
+
+
+def test_fingerprint_record_needs_a_mapping() -> None:
+    """The top level is a mapping."""
+    with pytest.raises(TypeError, match="must be a mapping"):
+        fingerprint_record([1, 2])  # type: ignore[arg-type]
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(), _json, max_size=5))
+def test_fingerprint_record_round_trip(record: dict[str, Any]) -> None:
+    """canonical_json parses back as JSON, and re-fingerprinting the parsed value is stable."""
+    try:
+        encoded = canonical_json(record)
+    except ValueError:  # keys colliding after NFC
+        return
+    parsed = json.loads(encoded.decode("utf-8", "surrogatepass"))
+    assert canonical_json(parsed) == encoded
+
+
+def test_binary_golden_vector() -> None:
+    """A binary body's fingerprint is pinned: raw SHA-256 twice, simhash 0, binary."""
+    fp = fingerprint(b"%PDF-1.7 golden")
+    golden = "fbf536c9da41d9f267a234e9ae2d1484cd63461439845a7f021491f5f3a1ae0a"
+    assert (fp.raw_sha256.hex(), fp.content_sha256.hex()) == (golden, golden)
+    assert (fp.simhash, fp.text_length, fp.binary, fp.version) == (0, 0, True, 2)
+
+
+# --- the fingerprint policy in the policy TOML file -------------------------------------------
+
+POLICY_TOML = """
+drop_params = ["ref"]
+
+[fingerprint]
+ignore = [".ad", "#cookie-banner"]
+add_volatile = ['build [0-9a-f]{7}']
+boilerplate = false
+
+[fingerprint.hosts."example.com"]
+main = "article"
+ignore = [".share"]
+
+[fingerprint.hosts.".news.example"]
+boilerplate = true
+volatile = []
+"""
+
+
+def test_policy_toml_fingerprint_table(tmp_path: Path) -> None:
+    """[fingerprint] and its host tables load from the canonicalisation policy file."""
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY_TOML)
+    policy = load_fingerprint_policy(path)
+    assert policy is not None
+    assert policy.ignore == (".ad", "#cookie-banner")
+    assert policy.volatile[-1] == "build [0-9a-f]{7}"
+    assert policy.volatile[:-1] == DEFAULT_VOLATILE_PATTERNS
+    site = policy.for_host("example.com")
+    assert (site.main, site.ignore) == ("article", (".ad", "#cookie-banner", ".share"))
+    news = policy.for_host("www.news.example")
+    assert (news.boilerplate, news.volatile) == (True, ())
+    page = '<p class="ad">ad</p><article>Story build 1a2b3c4 <i class="share">x</i></article>'
+    assert normalise(page, policy=policy, host="example.com") == "story"
+    # The same file still gives the URL policy, and load_settings reads both.
+    assert "ref" in load_canon_policy(path).default.drop_params
+    settings = load_settings({"CHANGEWATCH_CANON_POLICY": str(path)})
+    assert settings.fingerprint_policy == policy
+    assert settings.canon_policy is not None
+
+
+def test_policy_toml_without_fingerprint_table(tmp_path: Path) -> None:
+    """A policy file without [fingerprint] gives no fingerprint policy (the defaults)."""
+    path = tmp_path / "policy.toml"
+    path.write_text('drop_params = ["ref"]\n')
+    assert load_fingerprint_policy(path) is None
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"nope": 1}, "fingerprint: unknown key 'nope'"),
+        ({"ignore": "div"}, "ignore must be a list of strings"),
+        ({"ignore": ["div[["]}, "bad CSS selector 'div\\[\\['"),
+        ({"main": 5}, "main must be a CSS selector string"),
+        ({"volatile": ["(x"]}, "bad volatile pattern"),
+        ({"boilerplate": "no"}, "boilerplate must be true or false"),
+        ({"hosts": {"a.com": {"mian": "x"}}}, "hosts.'a.com': unknown key 'mian'"),
+        ({"hosts": {"a.com": {"main": "::x("}}}, "hosts.'a.com': .*bad CSS selector"),
+        ({"hosts": {"a.com": 3}}, "hosts.'a.com' must be a table"),
+        ({"hosts": []}, "'hosts' must be a table"),
+    ],
+)
+def test_policy_toml_bad_values(table: dict[str, Any], message: str) -> None:
+    """A bad [fingerprint] value raises ConfigError naming the key (and host)."""
+    with pytest.raises(ConfigError, match=message):
+        fingerprint_policy_from_mapping(table)
+
+
+def test_change_watch_applies_fingerprint_policy(tmp_path: Path) -> None:
+    """ChangeWatch passes its fingerprint_policy, per host, to normalisation."""
+    policy = FingerprintPolicy(hosts={"example.com": FingerprintPolicy(ignore=(".ad",))})
+    watch = ChangeWatch(
+        f"sqlite:///{tmp_path}/cw.db", seen_url="memory:", fingerprint_policy=policy
+    )
+    try:
+        url = "https://example.com/p"
+        assert watch.should_parse(url, '<p>Story</p><p class="ad">one</p>').kind == "new"
+        again = watch.should_parse(url, '<p>Story</p><p class="ad">two</p>')
+        assert (again.kind, again.path) == ("unchanged", "normalised")
+        other = "https://example.org/p"
+        watch.should_parse(other, '<p>Story</p><p class="ad">one</p>')
+        assert watch.should_parse(other, '<p>Story</p><p class="ad">two</p>').kind != "unchanged"
+    finally:
+        watch.close()

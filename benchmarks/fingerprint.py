@@ -1,0 +1,149 @@
+"""Throughput of ``fingerprint`` beside selectolax parsing alone and ``simhash.Simhash(text)``.
+
+On the 130 real pages of ``../shared/corpus/pages-readability`` (``CHANGEWATCH_CORPUS``
+overrides the corpus directory), in one run, each figure the median of ``--repeats`` passes:
+
+- ``fingerprint(page)`` — the whole thing (decode, parse, drop, text, normalise, SHA-256, SimHash);
+- selectolax parse alone — ``LexborHTMLParser(page)`` on the same bytes;
+- the steps of ``fingerprint`` one by one, to show where the time goes;
+- our SimHash step, ``simhash(text)``, beside ``simhash.Simhash(text)`` (the PyPI package, its
+  own features and hash) on the same normalised texts. The package raises ``OverflowError``
+  under numpy 2 when a feature's weight exceeds 255 (1e0ng/simhash#74); such pages are counted
+  and left out of *both* SimHash figures.
+
+    python benchmarks/fingerprint.py [--quick] [--repeats 5] [--json]
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+from argparse import ArgumentParser
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import simhash as simhash_package
+from selectolax.lexbor import LexborHTMLParser
+
+from changewatch.fingerprint import (
+    DEFAULT_POLICY,
+    _visible_text,
+    content_sha256,
+    decode_html,
+    fingerprint,
+    normalise,
+    normalise_text,
+    simhash,
+    strip_volatile,
+)
+
+# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides).
+CORPUS = (
+    Path(
+        os.environ.get("CHANGEWATCH_CORPUS")
+        or Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    )
+    / "pages-readability"
+)
+
+
+def load_corpus(limit: int | None = None) -> list[bytes]:
+    """The corpus pages as fetched bytes, by file name (``limit``: the first N)."""
+    paths = sorted(CORPUS.glob("*.html.gz"))[:limit]
+    if not paths:
+        sys.exit(f"no pages under {CORPUS}; set CHANGEWATCH_CORPUS")
+    return [gzip.decompress(p.read_bytes()) for p in paths]
+
+
+def timed(run: Callable[[], object], repeats: int) -> float:
+    """Median seconds of ``repeats`` calls of ``run``."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="30 pages, 3 repeats")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = parser.parse_args()
+    pages = load_corpus(30 if args.quick else None)
+    repeats = 3 if args.quick else args.repeats
+    megabytes = sum(map(len, pages)) / 1e6
+    decoded = [decode_html(p) for p in pages]
+    texts = [normalise(p) for p in pages]
+    overflow = []
+    for index, text in enumerate(texts):
+        try:
+            simhash_package.Simhash(text)
+        except OverflowError:
+            overflow.append(index)
+    usable = [t for i, t in enumerate(texts) if i not in set(overflow)]
+
+    def steps_without_simhash() -> None:
+        for text in decoded:
+            body = _visible_text(LexborHTMLParser(text), DEFAULT_POLICY)
+            content_sha256(strip_volatile(normalise_text(body)))
+
+    rows: dict[str, float] = {
+        "fingerprint(page)": timed(lambda: [fingerprint(p) for p in pages], repeats),
+        "selectolax parse alone": timed(lambda: [LexborHTMLParser(p) for p in pages], repeats),
+        "  decode_html": timed(lambda: [decode_html(p) for p in pages], repeats),
+        "  parse (decoded str)": timed(lambda: [LexborHTMLParser(t) for t in decoded], repeats),
+        "  parse + drop + text": timed(
+            lambda: [_visible_text(LexborHTMLParser(t), DEFAULT_POLICY) for t in decoded], repeats
+        ),
+        "  … + normalise + volatile + sha256": timed(steps_without_simhash, repeats),
+        "  simhash(text) (all pages)": timed(lambda: [simhash(t) for t in texts], repeats),
+    }
+    ours = timed(lambda: [simhash(t) for t in usable], repeats)
+    package = timed(lambda: [simhash_package.Simhash(t) for t in usable], repeats)
+    lines = [
+        f"fingerprint throughput: {len(pages)} pages, {megabytes:.1f} MB, "
+        f"median of {repeats} passes",
+        "",
+        "| step | pages/s | MB/s | ms/page |",
+        "|---|---|---|---|",
+    ]
+    for name, seconds in rows.items():
+        lines.append(
+            f"| {name} | {len(pages) / seconds:,.0f} | {megabytes / seconds:,.1f} "
+            f"| {1000 * seconds / len(pages):.3f} |"
+        )
+    parse_alone = rows["selectolax parse alone"]
+    whole = rows["fingerprint(page)"]
+    lines += [
+        "",
+        f"| SimHash on the same {len(usable)} texts | pages/s | ms/page |",
+        "|---|---|---|",
+        f"| changewatch simhash(text) | {len(usable) / ours:,.0f} "
+        f"| {1000 * ours / len(usable):.3f} |",
+        f"| simhash.Simhash(text) | {len(usable) / package:,.0f} "
+        f"| {1000 * package / len(usable):.3f} |",
+        "",
+        f"- simhash.Simhash(text) raised OverflowError on {len(overflow)} of {len(pages)} pages "
+        "(left out of both SimHash rows)",
+        f"- SimHash step: {package / ours:.1f}× faster than simhash.Simhash(text) (target ≥ 20×); "
+        f"{rows['  simhash(text) (all pages)'] / parse_alone:.0%} of the parse-alone time",
+        f"- fingerprint rate is {parse_alone / whole:.0%} of the parse-alone rate (target ≥ 70%)",
+    ]
+    print("\n".join(lines))
+    if args.json:
+        out: dict[str, Any] = {k.strip(): len(pages) / v for k, v in rows.items()}
+        out["simhash_speedup"] = package / ours
+        out["fingerprint_vs_parse"] = parse_alone / whole
+        out["overflow_pages"] = len(overflow)
+        print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
