@@ -133,13 +133,21 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # A percent-escape, or a character RFC 3986 does not allow literally in a path or query
 # (unreserved + reserved), a stray "%" included. Written to start with one character class
-# (so the regex engine can skip plain runs fast), and checked first with _PLAIN_RE.
+# (so the regex engine can skip plain runs fast), and checked first with _CANONICAL_RE.
 _ESCAPE_RE = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=](?:(?<=%)[0-9A-Fa-f]{2})?")
-_PLAIN_RE = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]*")
+# Text _ESCAPE_RE.sub leaves as it is: plain runs and upper-case escapes of bytes that are
+# not unreserved (%00-%2C, %2F, %3A-%40, %5B-%5E, %60, %7B-%7D, %7F-%FF).
+_CANONICAL_RE = re.compile(
+    r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]*"
+    r"(?:%(?:[01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF]|[89A-F][0-9A-F])"
+    r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]*)*"
+)
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _SLASHES_RE = re.compile(r"//+")
+_canonical = _CANONICAL_RE.fullmatch
+_escape_all = _ESCAPE_RE.sub
+_collapse_slashes = _SLASHES_RE.sub
 _JSESSIONID_RE = re.compile(r";jsessionid=[^/;]*", re.IGNORECASE)
-_OMITTED = 0xFFFFFFFF  # ada's url_components "omitted"
 
 
 def _escape_table() -> dict[str, str]:
@@ -189,6 +197,27 @@ def _param_names(name: str, values: Iterable[str], *, allow_prefix: bool) -> fro
     return frozenset(out)
 
 
+def _triggers(names: Iterable[str]) -> tuple[str, ...]:
+    """A few short substrings of which every droppable key (lower-cased) contains one,
+    chosen greedily (most keys covered, then the longest): a query holding none of them
+    has nothing to drop, which two or three ``in`` tests tell without splitting it."""
+    uncovered = set(names)
+    chosen: list[str] = []
+    while uncovered:
+        counts: dict[str, int] = {}
+        for name in uncovered:
+            for piece in {name[i : i + n] for n in (1, 2, 3, 4) for i in range(len(name))}:
+                if len(piece) > 1 or piece == "_":
+                    counts[piece] = counts.get(piece, 0) + 1
+        if not counts:  # one-letter names: the name itself
+            chosen.extend(sorted(uncovered))
+            break
+        best = max(counts, key=lambda piece: (counts[piece], len(piece), piece))
+        chosen.append(best)
+        uncovered = {name for name in uncovered if best not in name}
+    return tuple(chosen)
+
+
 def _check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ConfigError(f"{name} must be true or false, got {value!r}")
@@ -217,6 +246,7 @@ class HostPolicy:
     keep_routing_fragments: bool = False
     _drop_exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _drop_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _drop_triggers: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         drop = _param_names("drop_params", self.drop_params, allow_prefix=True)
@@ -234,6 +264,7 @@ class HostPolicy:
         object.__setattr__(self, "keep_params", keep)
         object.__setattr__(self, "_drop_exact", frozenset(exact - keep))
         object.__setattr__(self, "_drop_prefixes", prefixes)
+        object.__setattr__(self, "_drop_triggers", _triggers([*(exact - keep), *prefixes]))
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready, order-independent description (what :func:`canon_version` hashes)."""
@@ -377,8 +408,9 @@ def canonicalise(
             raise InvalidURLError(url, "contains a control character")
     if not text:
         raise InvalidURLError(url, "empty URL")
-    head = text[:6].lower()
-    if head.startswith("http:"):
+    if text.startswith("https:"):  # the common spellings first, then any case
+        prefix, skip = "https://", 6
+    elif text.startswith("http:") or (head := text[:6].lower()).startswith("http:"):
         prefix, skip = "http://", 5
     elif head == "https:":
         prefix, skip = "https://", 6
@@ -398,65 +430,100 @@ def canonicalise(
     parsed = _ada_parse(data, len(data))
     try:
         raw = _ada_get_href(parsed)
-        if not raw.length:  # ada_c.h: the getters of an invalid URL return ""
+        length: int = raw.length
+        if not length:  # ada_c.h: the getters of an invalid URL return ""
             raise InvalidURLError(url, refusal_reason(text[skip:]))
-        c = _ada_get_components(parsed)
-        host_start, host_end, path_start = c.host_start, c.host_end, c.pathname_start
-        hash_start = c.hash_start
-        href: str = _unpack(raw.data, raw.length).decode("utf-8", "replace")
-        host_start, host_end, path_start = int(host_start), int(host_end), int(path_start)
+        href: str = _unpack(raw.data, length).decode("utf-8", "replace")
     finally:
         _ada_free(parsed)
 
-    if href[host_start] == "@":  # userinfo is dropped
-        host_start += 1
-    host = href[host_start:host_end]
+    # The href of a special URL is "scheme://[userinfo@]host[:port]/path[?query][#fragment]",
+    # ASCII, with "/", "@" and ":" escaped in the userinfo, no "/" in the host, no raw "?" in
+    # the path and no raw "#" before the fragment: the parts are found by plain searches.
+    authority_start = skip + 2
+    path_start = href.find("/", authority_start)
+    host = href[authority_start:path_start]
+    same = True  # the href up to the path is the result's, unless something is dropped
+    if "@" in host:  # userinfo is dropped
+        host = host[host.rfind("@") + 1 :]
+        same = False
+    port = ""
+    if ":" in host:  # ":port" (WHATWG already dropped the default one) or IPv6
+        colon = host.find("]") + 1 if host[0] == "[" else host.find(":")
+        if colon < len(host):
+            port = host[colon:]
+            host = host[:colon]
     if host[0] != "[":  # a domain or an IPv4 address (which passes every domain check)
         if host[-1] == "." or ".." in host or len(host) > 63 or host[0] == ".":
             host = _check_domain(url, host)
+            same = False
         if '"' in host or "`" in host or "{" in host or "}" in host:
             # Allowed by WHATWG, but no RFC 3986 reg-name or DNS name holds them.
             raise InvalidURLError(url, f"host {host!r} contains a forbidden character")
     rules = policy.default if not policy.hosts else policy.rules_for(host)
-    if host_end != path_start:  # ":port" (WHATWG already dropped the default one)
-        host += href[host_end:path_start]
 
     # Path and query in one pass: escapes upper-cased, unreserved decoded, the rest encoded.
     # A raw "?" cannot be in a WHATWG path, and decoding unreserved escapes adds none.
-    rest = href[path_start:hash_start] if hash_start != _OMITTED else href[path_start:]
-    if not _PLAIN_RE.fullmatch(rest):
-        rest = _ESCAPE_RE.sub(_escape, rest)
+    hash_start = href.find("#", path_start)
+    rest = href[path_start:hash_start] if hash_start >= 0 else href[path_start:]
+    # ada leaves only these of the characters RFC 3986 cannot hold raw in a path or query
+    # (the rest, non-ASCII and controls included, it percent-encodes): without them and
+    # "%", `rest` is plain, with no need for the (slower) regular expression.
+    if (
+        "%" in rest
+        or "|" in rest
+        or "^" in rest
+        or "`" in rest
+        or "{" in rest
+        or "}" in rest
+        or "\\" in rest
+    ) and not _canonical(rest):
+        rest = _escape_all(_escape, rest)
     path, _, query = rest.partition("?")
     if rules.strip_session_ids and ";" in path:
         path = _JSESSIONID_RE.sub("", path)
         if "/." in path:
             path = _remove_dot_segments(path)
     if "//" in path:
-        path = _SLASHES_RE.sub("/", path)
+        path = _collapse_slashes("/", path)
     if rules.fold_trailing_slash and len(path) > 1 and path[-1] == "/":
         path = path[:-1]
-    result = prefix + host + (path or "/")
-
+    # A WHATWG path starts with "/", and none of the rules above removes it.
+    result = href[:path_start] + path if same else prefix + host + port + path
     if query:
-        drop = rules._drop_exact
-        prefixes = rules._drop_prefixes
-        keep = rules.keep_params
-        kept = []
-        for pair in query.split("&"):
-            if not pair:
-                continue
-            key = pair.partition("=")[0].lower()
-            if (key in drop or key.startswith(prefixes)) and key not in keep:
-                continue
-            kept.append(pair)
+        # The query is ASCII here; most queries hold no key the rules could drop, and
+        # `triggers` (substrings every droppable key contains) tells so without splitting.
+        kept = query.split("&")
+        lowered = query.lower()
+        for trigger in rules._drop_triggers:
+            if trigger in lowered:
+                drop = rules._drop_exact
+                prefixes = rules._drop_prefixes
+                keep = rules.keep_params
+                kept = [
+                    pair
+                    for pair in kept
+                    if pair
+                    and not (
+                        (
+                            (key := pair.partition("=")[0].lower()) in drop
+                            or key.startswith(prefixes)
+                        )
+                        and key not in keep
+                    )
+                ]
+                break
+        else:
+            if "" in kept:
+                kept = [pair for pair in kept if pair]
         if kept:
             if not rules.keep_query_order:
                 kept.sort()
-            result += "?" + "&".join(kept)
-    if rules.keep_routing_fragments and hash_start != _OMITTED:
+            result = f"{result}?{'&'.join(kept)}"
+    if rules.keep_routing_fragments and hash_start >= 0:
         fragment = href[hash_start + 1 :]
         if fragment[:1] in ("!", "/"):
-            result += "#" + _ESCAPE_RE.sub(_escape, fragment)
+            result += "#" + _escape_all(_escape, fragment)
     return result
 
 
@@ -471,7 +538,9 @@ def url_digest(
     >>> url_digest("http://example.com/").hex()
     '9aba6a18c5a5d94534a3b99c485d4547'
     """
-    return digest_canonical(canonicalise(url, policy, max_length=max_length))
+    hasher = _BLAKE2B_128.copy()  # digest_canonical, inlined
+    hasher.update(canonicalise(url, policy, max_length=max_length).encode())
+    return hasher.digest()
 
 
 # Copying a ready blake2b-128 state is about a third cheaper than constructing one per URL.
@@ -505,7 +574,6 @@ def strip_query(canonical: str) -> str:
 
 _ada_parse = _lib.ada_parse
 _ada_get_href = _lib.ada_get_href
-_ada_get_components = _lib.ada_get_components
 _ada_free = _lib.ada_free
 _unpack = _ffi.unpack
 
