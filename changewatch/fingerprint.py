@@ -157,7 +157,9 @@ _LABEL_ALIASES = {
 }
 _WHITESPACE_RE = re.compile(r"\s+")
 _WORD_RE = re.compile(r"\w+")
-_COLON_DIGIT_RE = re.compile(r":\d")
+_VOLATILE_ANCHOR_RE = re.compile(r":\d| ago\b")
+_WINDOW_BEFORE = 96
+_WINDOW_AFTER = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,14 +477,33 @@ def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
     pattern = policy._volatile_re
     if pattern is None:
         return text
-    # Every default pattern holds a time (":" then a digit) or " ago": texts with neither —
-    # most pages — skip the costly search. Two plain scans cost ~1% of it.
-    if (
-        policy.volatile == DEFAULT_VOLATILE_PATTERNS
-        and " ago" not in text
-        and _COLON_DIGIT_RE.search(text) is None
-    ):
+    if policy.volatile != DEFAULT_VOLATILE_PATTERNS:
+        return _strip_to_fixed_point(text, pattern)
+    # Every default pattern holds a time (":" then a digit) or " ago", and no match reaches
+    # further than ~70 characters before it or ~30 after: search only windows around those
+    # anchors (snapped to spaces), instead of running the alternation over the whole text.
+    spans: list[list[int]] = []
+    for anchor in _VOLATILE_ANCHOR_RE.finditer(text):
+        start = text.rfind(" ", 0, max(0, anchor.start() - _WINDOW_BEFORE)) + 1
+        end = text.find(" ", anchor.end() + _WINDOW_AFTER)
+        end = len(text) if end == -1 else end
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    if not spans:
         return text
+    pieces = []
+    last = 0
+    for start, end in spans:
+        pieces.append(text[last:start])
+        pieces.append(_strip_to_fixed_point(text[start:end], pattern))
+        last = end
+    pieces.append(text[last:])
+    return " ".join(" ".join(pieces).split())
+
+
+def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:
     # Removing a match can join its neighbours into a new one; repeat until none is left.
     while pattern.search(text) is not None:
         text = " ".join(pattern.sub(" ", text).split())

@@ -1071,3 +1071,36 @@ def test_change_watch_applies_fingerprint_policy(tmp_path: Path) -> None:
         assert watch.should_parse(other, '<p>Story</p><p class="ad">two</p>').kind != "unchanged"
     finally:
         watch.close()
+
+
+fingerprint_module = importlib.import_module("changewatch.fingerprint")
+
+_VOLATILE_FRAGMENTS = [
+    "generated at 2026-03-01t12:00:00z",
+    "updated 5 minutes ago",
+    "mon, 01 mar 2026 12:00:00 gmt",
+    "at 9:05 pm",
+    "3:16",
+    "an hour ago",
+    "march 1st, 2026 at 10:00",
+    "wednesday, september 30th, 2026 at 12:00:00.123 pm cest",
+    "01/03/2026 12:00",
+    "1:23:45",
+    "2026-01-02",
+    "ago",
+    "years",
+    "word",
+    "12",
+    "x:1",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_VOLATILE_FRAGMENTS), min_size=1, max_size=40))
+def test_windowed_volatile_search_equals_the_whole_text_search(parts: list[str]) -> None:
+    """strip_volatile's anchor windows remove exactly what the pattern over the text would."""
+    text = " ".join(" ".join(parts).split())
+    pattern = fingerprint_module.DEFAULT_POLICY._volatile_re
+    assert pattern is not None
+    expected = fingerprint_module._strip_to_fixed_point(text, pattern)
+    assert fingerprint_module.strip_volatile(text) == expected
