@@ -35,7 +35,6 @@ silently wrong answers.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from urllib.parse import unquote
 
@@ -88,7 +87,7 @@ def open_redis_seen_set(parsed: SeenURL) -> RedisSeenSet | RedisBloomSeenSet:
     if not key:
         raise parsed.error("key= must not be empty")
     ttl = parsed.integer("ttl", None)
-    timeout = _seconds(parsed, "timeout") if "timeout" in parsed.options else None
+    timeout = parsed.seconds("timeout", 0.0) or None
     if kind == "set":
         extra = sorted({"capacity", "error_rate", "blocks"} & parsed.options.keys())
         if extra:
@@ -118,17 +117,6 @@ def open_redis_seen_set(parsed: SeenURL) -> RedisSeenSet | RedisBloomSeenSet:
         where=where,
         password=password,
     )
-
-
-def _seconds(parsed: SeenURL, name: str) -> float:
-    raw = parsed.text(name, "")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise parsed.error(f"{name}={raw!r} is not a number of seconds") from None
-    if not 0 < value < math.inf:
-        raise parsed.error(f"{name}={raw!r} must be a positive number of seconds")
-    return value
 
 
 def _connect(
