@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from changewatch.errors import ConfigError
 from changewatch.fingerprint import FingerprintPolicy
@@ -165,6 +165,25 @@ def _read_policy_file(path: str | os.PathLike[str]) -> dict[str, object]:
         raise ConfigError(f"canonicalisation policy {str(path)!r} is not TOML: {exc}") from exc
 
 
+def _host_tables(
+    data: Mapping[str, Any], source: str, allowed: Iterable[str]
+) -> list[tuple[str, Mapping[str, Any], str]]:
+    """The ``hosts`` sub-tables of a policy table, each checked: (host, table, where)."""
+    hosts = data.get("hosts", {})
+    if not isinstance(hosts, Mapping):
+        raise ConfigError(f"{source}: 'hosts' must be a table of host tables")
+    out = []
+    for name, table in hosts.items():
+        where = f"{source}: hosts.{name!r}"
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{where} must be a table")
+        unknown = set(table) - set(allowed)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        out.append((name, table, where))
+    return out
+
+
 def canon_policy_from_mapping(data: Mapping[str, object], source: str = "policy") -> CanonPolicy:
     """Build a :class:`CanonPolicy` from parsed TOML (see :func:`load_canon_policy`).
 
@@ -181,18 +200,10 @@ def canon_policy_from_mapping(data: Mapping[str, object], source: str = "policy"
         raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
     top = {k: v for k, v in data.items() if k in _HOST_FIELDS}
     default = _host_policy(top, f"{source}", None)
-    hosts_data = data.get("hosts", {})
-    if not isinstance(hosts_data, Mapping):
-        raise ConfigError(f"{source}: 'hosts' must be a table of host tables")
-    hosts: dict[str, HostPolicy] = {}
-    for name, table in hosts_data.items():
-        where = f"{source}: hosts.{name!r}"
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"{where} must be a table")
-        unknown = set(table) - set(_HOST_FIELDS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-        hosts[name] = _host_policy(table, where, default)
+    hosts = {
+        name: _host_policy(table, where, default)
+        for name, table, where in _host_tables(data, source, _HOST_FIELDS)
+    }
     max_length = data.get("max_length", CanonPolicy().max_length)
     try:
         return CanonPolicy(default=default, hosts=hosts, max_length=max_length)  # type: ignore[arg-type]
@@ -275,18 +286,10 @@ def fingerprint_policy_from_mapping(
     if unknown:
         raise ConfigError(f"{source}: unknown key {sorted(unknown)[0]!r}")
     default = _fingerprint_rules(table, source, FingerprintPolicy())
-    hosts_table = table.get("hosts", {})
-    if not isinstance(hosts_table, Mapping):
-        raise ConfigError(f"{source}: 'hosts' must be a table of host tables")
-    hosts: dict[str, FingerprintPolicy] = {}
-    for name, host_table in hosts_table.items():
-        where = f"{source}: hosts.{name!r}"
-        if not isinstance(host_table, Mapping):
-            raise ConfigError(f"{where} must be a table")
-        unknown = set(host_table) - set(_FINGERPRINT_KEYS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-        hosts[name] = _fingerprint_rules(host_table, where, default, add_ignore=True)
+    hosts = {
+        name: _fingerprint_rules(host_table, where, default, add_ignore=True)
+        for name, host_table, where in _host_tables(table, source, _FINGERPRINT_KEYS)
+    }
     try:
         return FingerprintPolicy(
             ignore=default.ignore,

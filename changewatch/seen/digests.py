@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from changewatch.urls import url_digest
 
-__all__ = ["DIGEST_SIZE", "check_digest", "to_digest", "to_digests"]
+__all__ = ["DIGEST_SIZE", "add_to_set", "check_digest", "set_contains", "to_digest", "to_digests"]
 
 DIGEST_SIZE = 16
 
@@ -35,3 +35,22 @@ def to_digest(item: str | bytes) -> bytes:
 def to_digests(items: Iterable[str | bytes]) -> list[bytes]:
     """``to_digest`` for a batch: every item is checked before any is added."""
     return [to_digest(item) for item in items]
+
+
+def add_to_set(found: set[bytes], batch: list[bytes]) -> list[bool]:
+    """Add digests to an exact set; True for each one not there before (repeats: once)."""
+    out = []
+    for digest in batch:
+        if digest in found:
+            out.append(False)
+        else:
+            found.add(digest)
+            out.append(True)
+    return out
+
+
+def set_contains(found: set[bytes], item: object) -> bool:
+    """Membership of a URL (``str``, canonicalised) or a digest in an exact set."""
+    if isinstance(item, str):
+        item = to_digest(item)
+    return item in found

@@ -44,7 +44,13 @@ from typing import Any
 
 from changewatch.bloom import BloomFilter
 from changewatch.errors import SeenSetError
-from changewatch.seen.digests import DIGEST_SIZE, to_digest, to_digests
+from changewatch.seen.digests import (
+    DIGEST_SIZE,
+    add_to_set,
+    set_contains,
+    to_digest,
+    to_digests,
+)
 
 __all__ = [
     "DEFAULT_BLOOM_CAPACITY",
@@ -207,34 +213,18 @@ class FileExactSeenSet(_FileSeenSet):
             raise
 
     def add(self, item: str | bytes) -> bool:
-        digest = to_digest(item)
-        with self._lock:
-            self._check_open()
-            if digest in self._items:
-                return False
-            self._items.add(digest)
-            self._added(1)
-            return True
+        return self.add_many([item])[0]
 
     def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
         batch = to_digests(items)  # every item checked before any is added
-        out = []
         with self._lock:
             self._check_open()
-            found = self._items
-            for digest in batch:
-                if digest in found:
-                    out.append(False)
-                else:
-                    found.add(digest)
-                    out.append(True)
+            out = add_to_set(self._items, batch)
             self._added(sum(out))
         return out
 
     def __contains__(self, item: object) -> bool:
-        if isinstance(item, str):
-            item = to_digest(item)
-        return item in self._items
+        return set_contains(self._items, item)
 
     def __len__(self) -> int:
         return len(self._items)

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from changewatch.seen.digests import to_digest, to_digests
+from changewatch.seen.digests import add_to_set, set_contains, to_digests
 
 __all__ = ["MemorySeenSet"]
 
@@ -23,30 +23,15 @@ class MemorySeenSet:
         self._lock = threading.Lock()
 
     def add(self, item: str | bytes) -> bool:
-        digest = to_digest(item)
-        with self._lock:
-            if digest in self._items:
-                return False
-            self._items.add(digest)
-            return True
+        return self.add_many([item])[0]
 
     def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
         batch = to_digests(items)  # every item checked before any is added
-        out = []
         with self._lock:
-            items = self._items
-            for digest in batch:
-                if digest in items:
-                    out.append(False)
-                else:
-                    items.add(digest)
-                    out.append(True)
-        return out
+            return add_to_set(self._items, batch)
 
     def __contains__(self, item: object) -> bool:
-        if isinstance(item, str):
-            item = to_digest(item)
-        return item in self._items
+        return set_contains(self._items, item)
 
     def __len__(self) -> int:
         return len(self._items)

@@ -28,6 +28,7 @@ class SeenURL:
         except ValueError as exc:
             raise self.error(f"malformed query: {exc}") from None
         self.options: dict[str, str] = {}
+        self._raw = ""
         for key, value in pairs:
             if key in self.options:
                 raise self.error(f"option {key!r} given twice")
@@ -66,29 +67,32 @@ class SeenURL:
 
     def rate(self, name: str, default: float) -> float:
         """A probability strictly between 0 and 1."""
-        raw = self.options.pop(name, None)
-        if raw is None:
+        value = self._number(name, "a number")
+        if value is None:
             return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise self.error(f"{name}={raw!r} is not a number") from None
         if not 0.0 < value < 1.0:
-            raise self.error(f"{name}={raw!r} must be between 0 and 1 (exclusive)")
+            raise self.error(f"{name}={self._raw!r} must be between 0 and 1 (exclusive)")
         return value
 
     def seconds(self, name: str, default: float) -> float:
         """A positive, finite number of seconds."""
+        value = self._number(name, "a number of seconds")
+        if value is None:
+            return default
+        if not 0.0 < value < float("inf"):
+            raise self.error(f"{name}={self._raw!r} must be a positive number of seconds")
+        return value
+
+    def _number(self, name: str, what: str) -> float | None:
+        """Take a float option (None when absent); the raw text is kept for messages."""
         raw = self.options.pop(name, None)
         if raw is None:
-            return default
+            return None
+        self._raw = raw
         try:
-            value = float(raw)
+            return float(raw)
         except ValueError:
-            raise self.error(f"{name}={raw!r} is not a number of seconds") from None
-        if not 0.0 < value < float("inf"):
-            raise self.error(f"{name}={raw!r} must be a positive number of seconds")
-        return value
+            raise self.error(f"{name}={raw!r} is not {what}") from None
 
     def flag(self, name: str, default: bool) -> bool:
         """A boolean option (1/0, true/false, yes/no, on/off)."""

@@ -205,24 +205,6 @@ class StoreTransaction:
         with _translate(self._database_url):
             return read_candidates(self._conn, simhashes, contents)
 
-    def near_duplicates(
-        self,
-        simhash: int,
-        max_distance: int,
-        exclude_digest: bytes | None = None,
-        limit: int = DEFAULT_NEAR_LIMIT,
-    ) -> list[NearDuplicate]:
-        """Stored pages within ``max_distance`` (0..3) of ``simhash``, nearest first.
-
-        ``ValueError`` past distance 3, where the band index no longer finds every match
-        (see :mod:`changewatch.store.near`).
-        """
-        check_simhash(simhash)
-        check_near_distance(max_distance)
-        return nearest(
-            simhash, self.near_candidates([simhash]), max_distance, exclude_digest, limit
-        )
-
     def write(
         self,
         now: datetime,
@@ -448,7 +430,11 @@ class SnapshotStore:
         exclude_digest: bytes | None = None,
         limit: int = DEFAULT_NEAR_LIMIT,
     ) -> list[NearDuplicate]:
-        """:meth:`StoreTransaction.near_duplicates` on a fresh connection (one statement)."""
+        """Stored pages within ``max_distance`` (0..3) of ``simhash``, nearest first.
+
+        One statement on a fresh connection. ``ValueError`` past distance 3, where the band
+        index no longer finds every match (see :mod:`changewatch.store.near`).
+        """
         check_simhash(simhash)
         check_near_distance(max_distance)
         with _translate(self.database_url), self.engine.connect() as conn:
