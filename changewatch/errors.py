@@ -10,8 +10,14 @@
     ├── StoreError                         the snapshot store failed; nothing was written
     │   ├── SchemaOutOfDateError           the database schema is behind the code
     │   └── StoreConflictError             a batch lost too many races in a row
-    └── SeenSetError                       a seen-set file or server failed
-        └── SeenSetUnavailableError        the seen-set server cannot be reached
+    ├── SeenSetError                       a seen-set file or server failed
+    │   └── SeenSetUnavailableError        the seen-set server cannot be reached
+    └── SitemapError                       a sitemap could not be read (``url`` names it)
+        ├── SitemapParseError              not a sitemap, or broken beyond recovery
+        ├── SitemapRefusedError            a hostile construct (DOCTYPE, ENTITY) refused
+        ├── SitemapLimitError              over a size, count, ratio or depth limit
+        └── FetchError                     an HTTP fetch failed (``status`` if any)
+            └── UnsafeURLError             a URL or address the fetcher must not visit
 
 Every error's message defaults to its class docstring; data travels as attributes
 (``url``, ``reason``, ``retryable``), not only in the text. Adapters translate their
@@ -101,3 +107,45 @@ class SeenSetUnavailableError(SeenSetError):
     """The seen-set server could not be reached."""
 
     retryable = True
+
+
+class SitemapError(ChangewatchError):
+    """A sitemap could not be read."""
+
+    def __init__(self, url: str, message: str | None = None) -> None:
+        self.url = url
+        detail = message or (self.__doc__ or "").strip()
+        super().__init__(f"{url}: {detail}")
+
+
+class SitemapParseError(SitemapError):
+    """The document is not a sitemap or feed, or is broken beyond recovery."""
+
+
+class SitemapRefusedError(SitemapError):
+    """The document uses a construct refused as hostile (a DOCTYPE or ENTITY declaration)."""
+
+
+class SitemapLimitError(SitemapError):
+    """The document is over a configured limit and was abandoned."""
+
+    def __init__(self, url: str, limit: str, value: int, message: str | None = None) -> None:
+        self.limit = limit
+        self.value = value
+        super().__init__(url, message or f"over the {limit} limit of {value}")
+
+
+class FetchError(SitemapError):
+    """An HTTP fetch failed."""
+
+    retryable = True
+
+    def __init__(self, url: str, message: str | None = None, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(url, message)
+
+
+class UnsafeURLError(FetchError):
+    """The fetcher refused a URL or an address it must not visit."""
+
+    retryable = False
