@@ -302,7 +302,7 @@ def report(pages: int, results: dict[str, Result]) -> str:
         close = r.pairs_total - r.pairs_far
         lines.append(
             f"- (c) of the {close} pairs within {MINOR} bits, {r.pairs_near_text} share at least "
-            "half their word 3-shingles (Jaccard ≥ 0.5): near-duplicate texts, not misses"
+            "half their SimHash features (Jaccard ≥ 0.5): near-duplicate texts, not misses"
         )
     return "\n".join(lines)
 

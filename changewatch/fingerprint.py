@@ -20,20 +20,16 @@ A :class:`Fingerprint` has three hashes, cheapest first, matching the order in w
     the same ``content_sha256``.
 ``simhash``
     A 64-bit SimHash (Charikar 2002) of the normalised text, so that small edits land a few
-    bits away from the previous version. Features are overlapping word 3-shingles (single
-    words for texts under three words); a feature's weight is its number of occurrences,
-    capped at :data:`MAX_FEATURE_WEIGHT`; each feature is hashed with 8-byte blake2b
-    (stable across processes, unlike ``hash()``). The value equals
-    ``simhash.Simhash(features, hashfunc=feature_hash).value`` for the same weighted features
-    — a unit test pins it — but is computed with one vectorised sum instead of the
-    package's Python loop. Weights are capped because the package overflows ``uint8`` for
-    weights above 255 under numpy 2 (upstream issue 1e0ng/simhash#74).
+    bits away from the previous version: weighted word 2-shingles, computed in numpy
+    (:mod:`changewatch.simhash64` documents the features and the hash), equal to
+    ``simhash.Simhash(features, hashfunc=feature_hash).value`` for the same features.
 
 Binary bodies (PDF, PNG, JPEG, GIF, WebP, ZIP, gzip by magic bytes, or a non-HTML media type)
 are not parsed: ``content_sha256`` is the raw SHA-256, ``simhash`` 0 and ``binary`` true.
 
 :data:`FINGERPRINT_VERSION` names the normalisation and feature rules; it is stored with
-every snapshot. :func:`fingerprint_record` hashes structured data as canonical JSON.
+every snapshot. :func:`fingerprint_record` (:mod:`changewatch.records`) hashes structured
+data as canonical JSON.
 """
 
 from __future__ import annotations
@@ -41,20 +37,25 @@ from __future__ import annotations
 import codecs
 import hashlib
 import html as html_lib
-import json
-import math
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from changewatch.errors import ConfigError
+from changewatch.records import canonical_json, fingerprint_record
+from changewatch.simhash64 import (
+    MAX_FEATURE_WEIGHT,
+    feature_hash,
+    hamming,
+    simhash,
+    simhash_features,
+    simhash_of_features,
+)
 
 __all__ = [
     "BOILERPLATE_TAGS",
@@ -84,11 +85,10 @@ __all__ = [
 
 #: Version of the normalisation and SimHash feature rules; bump when either changes.
 #: 1: visible text minus script/style/…; 2: also hidden elements, boilerplate regions,
-#: volatile stamps, binary bodies hashed raw.
-FINGERPRINT_VERSION = 2
+#: volatile stamps, binary bodies hashed raw; 3: words hashed by a polynomial over their code
+#: points (vectorised in numpy) instead of blake2b, and word 2-shingles instead of 3-shingles.
+FINGERPRINT_VERSION = 3
 
-#: Cap on a SimHash feature's weight (its occurrence count in the page).
-MAX_FEATURE_WEIGHT = 255
 
 #: Elements whose content is never visible text.
 DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe", "object")
@@ -156,8 +156,6 @@ _LABEL_ALIASES = {
     "x-user-defined": "cp1252",
 }
 _WHITESPACE_RE = re.compile(r"\s+")
-_WORD_RE = re.compile(r"\w+")
-_VOLATILE_ANCHOR_RE = re.compile(r":\d| ago\b")
 _WINDOW_BEFORE = 96
 _WINDOW_AFTER = 48
 
@@ -483,9 +481,9 @@ def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
     # further than ~70 characters before it or ~30 after: search only windows around those
     # anchors (snapped to spaces), instead of running the alternation over the whole text.
     spans: list[list[int]] = []
-    for anchor in _VOLATILE_ANCHOR_RE.finditer(text):
-        start = text.rfind(" ", 0, max(0, anchor.start() - _WINDOW_BEFORE)) + 1
-        end = text.find(" ", anchor.end() + _WINDOW_AFTER)
+    for anchor_start, anchor_end in _volatile_anchors(text):
+        start = text.rfind(" ", 0, max(0, anchor_start - _WINDOW_BEFORE)) + 1
+        end = text.find(" ", anchor_end + _WINDOW_AFTER)
         end = len(text) if end == -1 else end
         if spans and start <= spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], end)
@@ -501,6 +499,29 @@ def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
         last = end
     pieces.append(text[last:])
     return " ".join(" ".join(pieces).split())
+
+
+def _volatile_anchors(text: str) -> list[tuple[int, int]]:
+    """Spans of ``:\\d`` and `` ago\\b`` in ``text``, in order — found with ``str.find``,
+    which is much faster than a regex alternation tried at every position.
+
+    >>> _volatile_anchors("at 12:05, 3 days ago; agog: no")
+    [(5, 7), (16, 20)]
+    """
+    found = []
+    at = text.find(":")
+    while at != -1:
+        if at + 1 < len(text) and text[at + 1].isdecimal():
+            found.append((at, at + 2))
+        at = text.find(":", at + 1)
+    at = text.find(" ago")
+    while at != -1:
+        after = at + 4
+        if after == len(text) or not (text[after].isalnum() or text[after] == "_"):
+            found.append((at, after))
+        at = text.find(" ago", at + 1)
+    found.sort()
+    return found
 
 
 def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:
@@ -531,130 +552,6 @@ def normalise_text(text: str) -> str:
 def content_sha256(text: str) -> bytes:
     """SHA-256 of normalised text (UTF-8)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-
-
-def simhash_features(text: str) -> dict[str, int]:
-    """Weighted SimHash features of normalised text: word 3-shingles and their counts.
-
-    Texts of fewer than three words use the words themselves.
-
-    >>> simhash_features("a b c a b c")
-    {'a b c': 2, 'b c a': 1, 'c a b': 1}
-    """
-    words = _WORD_RE.findall(text)
-    if len(words) < 3:
-        shingles = words
-    else:
-        shingles = [f"{a} {b} {c}" for a, b, c in zip(words, words[1:], words[2:], strict=False)]
-    counts = Counter(shingles)
-    return {f: min(w, MAX_FEATURE_WEIGHT) for f, w in counts.items()}
-
-
-# Multipliers of MurmurHash3's 64-bit finaliser (Appleby, public domain) and a golden-ratio
-# constant, used to combine per-word hashes into a shingle hash.
-_M1 = 0xFF51AFD7ED558CCD
-_M2 = 0xC4CEB9FE1A85EC53
-_GOLDEN = 0x9E3779B97F4A7C15
-_MASK64 = (1 << 64) - 1
-
-
-def _word_hash(word: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "big")
-
-
-def _rotl(value: int, shift: int) -> int:
-    return ((value << shift) | (value >> (64 - shift))) & _MASK64
-
-
-def feature_hash(feature: bytes) -> bytes:
-    """The per-feature hash, 8 bytes, read big-endian as the SimHash bits.
-
-    A feature is one to three words separated by single spaces. Each word is hashed with
-    8-byte blake2b (stable across processes); word *i*'s hash is rotated left by 21·*i*
-    bits, the results are combined by multiply-xor and finished with MurmurHash3's fmix64.
-    Hashing words once and combining them is what lets :func:`simhash` vectorise the
-    shingles; this scalar version exists so the value can be checked against the
-    ``simhash`` package (``simhash.Simhash(features, hashfunc=feature_hash)``).
-    """
-    words = feature.split(b" ")
-    value = _word_hash(words[0])
-    for index, word in enumerate(words[1:], 1):
-        value = ((value * _GOLDEN) & _MASK64) ^ _rotl(_word_hash(word), 21 * index)
-    return _fmix64(value).to_bytes(8, "big")
-
-
-def _fmix64(value: int) -> int:
-    value ^= value >> 33
-    value = (value * _M1) & _MASK64
-    value ^= value >> 33
-    value = (value * _M2) & _MASK64
-    return value ^ (value >> 33)
-
-
-def _fmix64_array(values: Any) -> Any:
-    values = values ^ (values >> np.uint64(33))
-    values = values * np.uint64(_M1)
-    values = values ^ (values >> np.uint64(33))
-    values = values * np.uint64(_M2)
-    return values ^ (values >> np.uint64(33))
-
-
-def _rotl_array(values: Any, shift: int) -> Any:
-    return (values << np.uint64(shift)) | (values >> np.uint64(64 - shift))
-
-
-def simhash(text: str) -> int:
-    """64-bit weighted SimHash of normalised text (features: :func:`simhash_features`).
-
-    Equal to ``simhash_of_features(simhash_features(text))``, computed without building the
-    shingle strings: each distinct word is hashed once, shingle hashes are combined in numpy
-    (:func:`feature_hash` is the scalar definition), identical shingles are counted, and
-    the weighted bit sums are one matrix product.
-
-    >>> simhash("") == 0
-    True
-    """
-    words = _WORD_RE.findall(text)
-    if not words:
-        return 0
-    table = {word: _word_hash(word.encode("utf-8", "surrogatepass")) for word in set(words)}
-    hashes = np.fromiter((table[w] for w in words), dtype=np.uint64, count=len(words))
-    if len(words) >= 3:
-        with np.errstate(over="ignore"):
-            combined = hashes[:-2] * np.uint64(_GOLDEN) ^ _rotl_array(hashes[1:-1], 21)
-            combined = combined * np.uint64(_GOLDEN) ^ _rotl_array(hashes[2:], 42)
-            hashes = _fmix64_array(combined)
-    else:
-        hashes = _fmix64_array(hashes)
-    unique, counts = np.unique(hashes, return_counts=True)
-    return _weighted_simhash(unique, np.minimum(counts, MAX_FEATURE_WEIGHT))
-
-
-def _weighted_simhash(hashes: np.ndarray, weights: np.ndarray) -> int:
-    """Bit b is set when the features whose hash has bit b carry over half the weight."""
-    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8)).reshape(-1, 64)
-    # float64 holds these integer sums exactly (< 2**53) and takes the BLAS path.
-    sums = weights.astype(np.float64) @ bits.astype(np.float64)
-    packed = np.packbits(sums * 2 > int(weights.sum())).tobytes()
-    return int.from_bytes(packed, "big")
-
-
-def simhash_of_features(features: dict[str, int]) -> int:
-    """64-bit weighted SimHash of ``features`` (feature → positive weight).
-
-    Bit *b* of the result is set when the weights of the features whose hash
-    (:func:`feature_hash`) has bit *b* set add up to more than half of all weights — the rule
-    of ``simhash.Simhash``.
-
-    >>> simhash_of_features({})
-    0
-    """
-    if not features:
-        return 0
-    digests = b"".join([feature_hash(f.encode("utf-8", "surrogatepass")) for f in features])
-    hashes = np.frombuffer(digests, dtype=">u8").astype(np.uint64)
-    weights = np.fromiter(features.values(), dtype=np.int64, count=len(features))
-    return _weighted_simhash(hashes, weights)
 
 
 def text_fingerprint(raw: bytes, text: str) -> Fingerprint:
@@ -696,112 +593,3 @@ def fingerprint(
 def binary_fingerprint(raw: bytes) -> Fingerprint:
     """Fingerprint of a binary body whose raw SHA-256 is ``raw``."""
     return Fingerprint(raw, raw, 0, 0, binary=True)
-
-
-# --- structured records ---------------------------------------------------------------------
-
-
-def canonical_json(record: Mapping[str, Any]) -> bytes:
-    """The canonical JSON of a record: UTF-8, sorted keys, no spaces, NFC strings.
-
-    Numbers: ``int`` as is; ``float`` and ``Decimal`` by their shortest decimal digits in
-    ECMAScript ``Number.prototype.toString`` layout (RFC 8785 §3.2.2.3): ``1.0`` → ``1``,
-    ``-0.0`` → ``0``, ``0.1`` → ``0.1``, ``1e21`` → ``1e+21``; NaN and infinities raise
-    ``ValueError``. Lists and tuples are arrays, mappings (``str`` keys) objects, ``None``
-    ``null``. Anything else (sets, bytes, dates, …) raises ``TypeError`` naming its path.
-
-    >>> canonical_json({"b": [1.0, Decimal("2.50"), None], "a": "Cafe\\u0301", "c": -0.0})
-    b'{"a":"Caf\\xc3\\xa9","b":[1,2.5,null],"c":0}'
-    """
-    if not isinstance(record, Mapping):
-        raise TypeError(f"$: a record must be a mapping, not {type(record).__name__}")
-    parts: list[str] = []
-    _encode(record, "$", parts)
-    return "".join(parts).encode("utf-8", "surrogatepass")
-
-
-def fingerprint_record(record: Mapping[str, Any]) -> bytes:
-    """SHA-256 of :func:`canonical_json` — a stable hash of fields extracted from a page.
-
-    Key order, ``1`` versus ``1.0``, and composed versus decomposed accents do not change it.
-
-    >>> fingerprint_record({"price": 10, "title": "Café"}) == fingerprint_record(
-    ...     {"title": "Cafe\\u0301", "price": 10.0})
-    True
-    >>> fingerprint_record({"a": 1}).hex()[:16]
-    '015abd7f5cc57a2d'
-    """
-    return hashlib.sha256(canonical_json(record)).digest()
-
-
-def _encode(value: Any, path: str, out: list[str]) -> None:
-    if value is None or value is True or value is False:
-        out.append("null" if value is None else "true" if value else "false")
-    elif isinstance(value, str):
-        out.append(json.dumps(unicodedata.normalize("NFC", value), ensure_ascii=False))
-    elif isinstance(value, int):
-        out.append(str(int(value)))
-    elif isinstance(value, float | Decimal):
-        out.append(_number(value, path))
-    elif isinstance(value, Mapping):
-        items: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"{path}: keys must be str, not {type(key).__name__} {key!r}")
-            nfc = unicodedata.normalize("NFC", key)
-            if nfc in items:
-                raise ValueError(f"{path}: keys {key!r} and another are equal after NFC")
-            items[nfc] = item
-        out.append("{")
-        for index, key in enumerate(sorted(items)):
-            if index:
-                out.append(",")
-            out.append(json.dumps(key, ensure_ascii=False))
-            out.append(":")
-            _encode(items[key], f"{path}.{key}", out)
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _encode(item, f"{path}[{index}]", out)
-        out.append("]")
-    else:
-        raise TypeError(f"{path}: cannot fingerprint a {type(value).__name__} ({value!r:.60})")
-
-
-def _number(value: float | Decimal, path: str) -> str:
-    """Shortest decimal digits, laid out as ECMAScript ``Number.prototype.toString`` does."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{path}: {value!r} is not a finite number")
-        value = Decimal(repr(value))
-    elif not value.is_finite():
-        raise ValueError(f"{path}: {value!r} is not a finite number")
-    sign, digit_tuple, exponent = value.as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    if not digits:
-        return "0"
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits = stripped
-    point = len(digits) + exponent  # value = 0.<digits> × 10**point
-    if 0 < point <= 21:
-        text = digits + "0" * exponent if exponent >= 0 else f"{digits[:point]}.{digits[point:]}"
-    elif -6 < point <= 0:
-        text = "0." + "0" * -point + digits
-    else:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        text = f"{mantissa}e{point - 1:+d}"
-    return ("-" if sign else "") + text
-
-
-def hamming(a: int, b: int) -> int:
-    """Number of differing bits between two 64-bit SimHashes (0..64).
-
-    >>> hamming(0b1011, 0b0001)
-    2
-    """
-    return ((a ^ b) & 0xFFFF_FFFF_FFFF_FFFF).bit_count()

@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import simhash
 from hypothesis import given, settings
@@ -50,6 +51,7 @@ from changewatch.fingerprint import (
     simhash_of_features,
     strip_volatile,
 )
+from changewatch.fingerprint import simhash as simhash_text
 
 # ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
 SHARED_CORPUS = Path(
@@ -311,13 +313,14 @@ def test_fingerprint_value_checks() -> None:
 
 
 #: page → (normalised text, content_sha256 hex, simhash); pinned, persisted with every snapshot.
-#: The first three are unchanged from fingerprint_version 1 (their pages hold nothing hidden,
-#: volatile or binary, so version 2's rules give the same text); the fourth pins version 2.
+#: The texts and content hashes of the first three are unchanged from fingerprint_version 1
+#: (nothing hidden, volatile or binary in them); the fourth pins version 2's rules. The
+#: simhash values are version 3's (words hashed by a polynomial over their code points).
 GOLDEN_FINGERPRINTS = {
     "<p>Hello, World</p>": (
         "hello, world",
         "09ca7e4eaa6e8ae9c7d261167129184883644d07dfba7cbfbc4c8a2e08360d5b",
-        1443440102439257620,
+        10395591711151995340,
     ),
     (
         "<html><head><title>Changewatch</title></head><body><h1>Release notes</h1>"
@@ -325,12 +328,12 @@ GOLDEN_FINGERPRINTS = {
     ): (
         "changewatch release notes the quick brown fox jumps over the lazy dog.",
         "128d814e703f88884d2c42c4112fe04b20dc97c59809ddee30a08713bbfc7d24",
-        14772284014042450434,
+        17489762583459135935,
     ),
     "<p>Ｆｕｌｌ width Straße café</p><script>var x=1</script>": (
         "full width strasse café",
         "4f28a5ed89c11ef257c5a11d7081e6208780331463593ba93e76027c5805df2b",
-        1945680385686700037,
+        11437200663344205321,
     ),
     # New in fingerprint_version 2: hidden elements and volatile stamps are not content.
     (
@@ -339,7 +342,7 @@ GOLDEN_FINGERPRINTS = {
     ): (
         "report generated at ,",
         "fec2119fec8e3677411bb7649ec2bb01dfc0430bfb904a98b1baacf2fb4164d6",
-        8537184343287426102,
+        1407375556821190,
     ),
 }
 
@@ -386,18 +389,18 @@ def test_simhash_stable_across_processes(corpus_fingerprints: dict[str, Fingerpr
 
 
 def test_simhash_features_shingles_and_short_texts() -> None:
-    """Features are word 3-shingles with counts; under three words, single words."""
+    """Features are word 2-shingles with counts; a one-word text's feature is the word."""
     assert simhash_features("") == {}
     assert simhash_features("one") == {"one": 1}
-    assert simhash_features("one two") == {"one": 1, "two": 1}
-    assert simhash_features("a b c a b c") == {"a b c": 2, "b c a": 1, "c a b": 1}
-    assert simhash_features("hello, world. again!") == {"hello world again": 1}
+    assert simhash_features("one two") == {"one two": 1}
+    assert simhash_features("a b a b c") == {"a b": 2, "b a": 1, "b c": 1}
+    assert simhash_features("hello, world. again!") == {"hello world": 1, "world again": 1}
 
 
 def test_simhash_feature_weight_capped() -> None:
     """A feature repeated more than MAX_FEATURE_WEIGHT times weighs MAX_FEATURE_WEIGHT."""
     features = simhash_features("a b c " * 1000)
-    assert features["a b c"] == MAX_FEATURE_WEIGHT == 255
+    assert features["a b"] == MAX_FEATURE_WEIGHT == 255
     assert max(features.values()) == 255
 
 
@@ -414,6 +417,24 @@ def test_simhash_equals_simhash_package_on_corpus(
         assert simhash_of_features(features) == expected, name
         assert corpus_fingerprints[name].simhash == expected, name
         assert corpus_fingerprints[name].text_length == len(text), name
+
+
+def test_word_characters_are_what_the_feature_regex_calls_words() -> None:
+    """The numpy word mask agrees with ``\\w`` (str.isalnum() or "_") on every code point."""
+    simhash_module = importlib.import_module("changewatch.simhash64")
+    codes = np.arange(0x110000, dtype=np.uint32)
+    mask = simhash_module._word_mask(codes)
+    word = re.compile(r"\w")
+    differing = [c for c in range(0x110000) if bool(mask[c]) != (word.match(chr(c)) is not None)]
+    assert differing == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None), max_size=300))
+def test_vectorised_simhash_equals_the_feature_definition(text: str) -> None:
+    """simhash(text) — words hashed in numpy — equals SimHash of simhash_features(text)
+    hashed one feature at a time by feature_hash, for any text (astral planes included)."""
+    assert simhash_text(text) == simhash_of_features(simhash_features(text))
 
 
 @settings(max_examples=100, deadline=None)
@@ -435,9 +456,10 @@ def test_simhash_equals_simhash_package_on_any_features(features: dict[str, int]
 
 
 def test_feature_hash_is_pinned() -> None:
-    """The per-feature hash is pinned (it keys stored simhashes): blake2b-8 per word, combined."""
-    assert feature_hash(b"a b c").hex() == "dc33ef83e3a5d948"
-    assert feature_hash(b"word").hex() == "60c0075ba7b90018"
+    """The per-feature hash is pinned (it keys stored simhashes): a polynomial hash per word,
+    combined."""
+    assert feature_hash(b"a b c").hex() == "89ef75c6e984d0e1"
+    assert feature_hash(b"word").hex() == "71bca68a81cfe333"
     assert len(feature_hash(b"")) == 8
     assert feature_hash(b"a b c") != feature_hash(b"c b a")
 
@@ -594,17 +616,19 @@ def test_one_word_edit_changes_content_hash_and_few_simhash_bits(
 
 
 def test_fingerprint_module_doctests() -> None:
-    """The doctest examples of changewatch.fingerprint hold (fingerprint_record's included)."""
-    module = importlib.import_module("changewatch.fingerprint")
-    result = doctest.testmod(module)
-    assert result.attempted >= 20
-    assert result.failed == 0
+    """The doctest examples of the fingerprint, SimHash and record modules hold."""
+    attempted = 0
+    for name in ("changewatch.fingerprint", "changewatch.simhash64", "changewatch.records"):
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.failed == 0, name
+        attempted += result.attempted
+    assert attempted >= 20
 
 
-def test_fingerprint_version_is_2() -> None:
-    """Normalisation changed in this release (hidden, volatile, binary): version 2 is stored."""
-    assert FINGERPRINT_VERSION == 2
-    assert fingerprint("<p>x</p>").version == 2
+def test_fingerprint_version_is_3() -> None:
+    """The per-word hash changed in this release (SimHash values moved): version 3 is stored."""
+    assert FINGERPRINT_VERSION == 3
+    assert fingerprint("<p>x</p>").version == 3
 
 
 @pytest.mark.parametrize(
@@ -982,7 +1006,7 @@ def test_binary_golden_vector() -> None:
     fp = fingerprint(b"%PDF-1.7 golden")
     golden = "fbf536c9da41d9f267a234e9ae2d1484cd63461439845a7f021491f5f3a1ae0a"
     assert (fp.raw_sha256.hex(), fp.content_sha256.hex()) == (golden, golden)
-    assert (fp.simhash, fp.text_length, fp.binary, fp.version) == (0, 0, True, 2)
+    assert (fp.simhash, fp.text_length, fp.binary, fp.version) == (0, 0, True, FINGERPRINT_VERSION)
 
 
 # --- the fingerprint policy in the policy TOML file -------------------------------------------
