@@ -31,7 +31,7 @@ from ada_url import join_url
 
 from changewatch._version import __version__
 from changewatch.errors import FetchError, SitemapLimitError, UnsafeURLError
-from changewatch.sitemaps.netguard import address_refusal, url_refusal
+from changewatch.sitemaps.netguard import address_refusal, character_refusal, url_refusal
 from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
 
 __all__ = [
@@ -148,26 +148,36 @@ class FetchResponse:
         self._max_ratio = max_ratio
 
     def _raw(self) -> Iterator[bytes]:
-        chunks = self._response.iter_raw()
+        # The transport's stream, not ``iter_raw()``: an httpx.Response built with
+        # ``content=`` (MockTransport) is already read, but its stream still iterates.
+        stream = self._response.stream
+        assert isinstance(stream, httpx.SyncByteStream)
+        chunks = iter(stream)
         client = self._client
         while True:
             if client._clock() >= self._deadline:
-                raise FetchError(
-                    self.final_url, f"total timeout of {client.total_timeout:g} s exceeded"
-                )
+                raise FetchError(self.final_url, self._total_timeout())
             client._deadline.value = self._deadline
             try:
                 chunk = next(chunks)
             except StopIteration:
                 return
             except httpx.TimeoutException as exc:
+                if client._clock() >= self._deadline - 0.01:
+                    raise FetchError(self.final_url, self._total_timeout()) from exc
                 raise FetchError(self.final_url, f"timed out reading the body: {exc}") from exc
             except httpx.HTTPError as exc:
                 raise FetchError(self.final_url, f"body read failed: {exc}") from exc
             finally:
                 client._deadline.value = None
             self.bytes_received += len(chunk)
+            handed = client._clock()
             yield chunk
+            # The total timeout bounds waiting on the network, not the caller's own work.
+            self._deadline += client._clock() - handed
+
+    def _total_timeout(self) -> str:
+        return f"total timeout of {self._client.total_timeout:g} s exceeded"
 
     def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
         inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
@@ -281,7 +291,7 @@ class SafeClient:
         self._sleep = sleep
         self._clock = clock
         self._wall_clock = wall_clock
-        self._deadline = Deadline()
+        self._deadline = Deadline(clock)
         self._pins: Pins = {}
         self._transport = transport or PinnedTransport(self._pins, self._deadline)
 
@@ -353,7 +363,7 @@ class SafeClient:
                 error.retryable = isinstance(exc, socket.gaierror) and exc.errno == socket.EAI_AGAIN
                 raise error from exc
             if not addresses:
-                raise FetchError(url, f"host {host!r} resolved to no address")
+                raise FetchError(url, f"host {host!r} resolved to no address") from None
         if not self.allow_private:
             for address in addresses:
                 reason = address_refusal(address)
@@ -445,8 +455,13 @@ class SafeClient:
             location = response.headers.get("location")
             if status in _REDIRECTS and location is not None:
                 response.close()
+                refusal = character_refusal(location)
+                if refusal is not None:
+                    raise UnsafeURLError(
+                        current, f"redirect refused: its Location {location!r} {refusal}"
+                    )
                 try:
-                    target = join_url(current, location.strip())
+                    target = join_url(current, location)
                 except ValueError:
                     raise FetchError(
                         current,
