@@ -74,6 +74,14 @@ def system_resolve(host: str, port: int) -> list[str]:
     return addresses
 
 
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
     """Seconds to wait from a ``Retry-After`` value (RFC 9110 §10.2.3), or ``None``.
 
@@ -364,12 +372,14 @@ class SafeClient:
                 raise error from exc
             if not addresses:
                 raise FetchError(url, f"host {host!r} resolved to no address") from None
-        if not self.allow_private:
-            for address in addresses:
-                reason = address_refusal(address)
-                if reason is not None:
-                    via = f"redirect from {origin}: " if origin else ""
-                    raise UnsafeURLError(url, f"{via}refused address of {host!r}: {reason}")
+        for address in addresses:
+            reason = address_refusal(address)
+            if reason is None:
+                continue
+            if self.allow_private and _is_ip(address):
+                continue  # allow_private lifts the address check only
+            via = f"redirect from {origin}: " if origin else ""
+            raise UnsafeURLError(url, f"{via}refused address of {host!r}: {reason}")
         self._pins[(host, port)] = tuple(addresses)
 
     def _timeouts(self, deadline: float) -> dict[str, float]:
@@ -489,9 +499,10 @@ class SafeClient:
                     )
                 current = target
                 continue
-            if status >= 400:
+            if status >= 300:  # an error, or a 3xx that is no usable redirect
                 response.close()
-                error = FetchError(current, f"HTTP {status}", status=status)
+                detail = f"HTTP {status}" if status >= 400 else f"HTTP {status} without a Location"
+                error = FetchError(current, detail, status=status)
                 error.retryable = status == 429 or status >= 500
                 raise error
             return response, current, tuple(chain)

@@ -255,6 +255,26 @@ def test_4xx_is_not_retried(site: LocalSite) -> None:
     assert site.hits("/missing") == 1
 
 
+def test_3xx_without_location_is_an_error(site: LocalSite) -> None:
+    """A redirect status without Location, or 300/304, is not mistaken for a body."""
+    site.routes["/nowhere"] = Reply(302)
+    site.routes["/choices"] = Reply(300, body=b"<html>pick one</html>")
+    with client() as c:
+        for path, status in (("/nowhere", 302), ("/choices", 300)):
+            with pytest.raises(FetchError, match=f"HTTP {status} without a Location") as info:
+                c.get(site.url(path))
+            assert info.value.status == status
+
+
+def test_resolver_answers_must_be_addresses(site: LocalSite) -> None:
+    """A resolver answer that is no IP address is refused even with allow_private."""
+    with (
+        client(resolve=lambda host, port: ["localhost"]) as c,
+        pytest.raises(UnsafeURLError, match="'localhost' is not an IP address"),
+    ):
+        c.get(site.url("/", host="named.test"))
+
+
 def test_connect_errors_are_retried(site: LocalSite) -> None:
     """A refused connection is retried with backoff, then reported."""
     sleeps = Sleeps()
