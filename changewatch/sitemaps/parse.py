@@ -26,12 +26,11 @@ from xml.parsers import expat
 from changewatch.errors import (
     InvalidURLError,
     SitemapError,
-    SitemapLimitError,
     SitemapParseError,
 )
 from changewatch.sitemaps._lastmod import parse_lastmod
 from changewatch.sitemaps._loc import MAX_LOC_CHARS, check_loc, host_key
-from changewatch.sitemaps._xml import RawEntry, XmlReader
+from changewatch.sitemaps._xml import RawEntry, XmlReader, limit_error
 from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapKind, SitemapURL
 
 __all__ = ["ParsedSitemap", "SitemapParser", "parse_lastmod", "parse_sitemap"]
@@ -236,22 +235,22 @@ class SitemapParser:
                 self.bytes_out > RATIO_FLOOR_BYTES
                 and self.bytes_out > limits.max_ratio * inflater.consumed
             ):
-                raise SitemapLimitError(
+                raise limit_error(
                     self.url,
                     "max_ratio",
                     limits.max_ratio,
-                    f"gzip body inflates more than {limits.max_ratio} times "
-                    f"({inflater.consumed} bytes gave {self.bytes_out}): refused as a bomb",
+                    f"{inflater.consumed} gzip bytes inflated to {self.bytes_out}: "
+                    "refused as a decompression bomb",
                 )
 
     def _consume(self, data: bytes) -> None:
         self.bytes_out += len(data)
         if self.bytes_out > self.limits.max_bytes:
-            raise SitemapLimitError(
+            raise limit_error(
                 self.url,
                 "max_bytes",
                 self.limits.max_bytes,
-                f"more than {self.limits.max_bytes} bytes (after decompression)",
+                "the document is longer (after decompression)",
             )
         if self._broken:
             return
@@ -372,9 +371,7 @@ class SitemapParser:
         for raw in raws:
             self._listed += 1
             if self._listed > most:
-                raise SitemapLimitError(
-                    self.url, "max_urls", most, f"more than {most} entries in one sitemap"
-                )
+                raise limit_error(self.url, "max_urls", most, "more entries in one sitemap")
             loc: str | None = None
             why = reason
             if why is None:

@@ -188,6 +188,7 @@ CORPUS: dict[str, Expected] = {
 }
 # robots.txt files are not sitemaps: each is refused as "not a sitemap or feed", never read
 # as a list of URLs (the UTF-16 ones have a BOM expat takes for XML and fail as not XML).
+ROBOTS_URL = "http://www.example.com/robots.txt"
 CORPUS.update(
     {
         f"robots/{path.name}": Expected(
@@ -430,14 +431,16 @@ def test_truncated_xml_keeps_entries_and_says_so() -> None:
     assert len(got) == 10
     assert parser.truncated
     assert parser.skipped == {"truncated": 1}
-    assert parser.error is not None and "broken XML" in str(parser.error)
+    assert parser.error is not None
+    assert "broken XML" in str(parser.error)
     # strict=True makes the same document an error.
     with pytest.raises(SitemapParseError, match="broken XML"):
         parse_sitemap(body, EX, strict=True)
     # A truncated gzip body likewise.
     packed = gzip.compress(body + b"ample.com/x</loc></url></urlset>")[:-20]
     parsed = parse_sitemap(packed, EX)
-    assert parsed.truncated and len(parsed.entries) >= 1
+    assert parsed.truncated
+    assert len(parsed.entries) >= 1
 
 
 def test_broken_in_the_middle_stops_reading() -> None:
