@@ -19,6 +19,7 @@ from __future__ import annotations
 import email.utils
 import ipaddress
 import socket
+import ssl
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -80,6 +81,16 @@ def _is_ip(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connect error (certificate, handshake), if that is what it is."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
@@ -251,8 +262,9 @@ class SafeClient:
     are still checked, hosts still resolved once and connections still pinned.
     ``transport`` replaces the pinned transport (``httpx.MockTransport`` in tests): the
     addresses are still resolved with ``resolve`` and checked, but connecting is then the
-    transport's business. ``sleep``, ``clock`` (monotonic) and ``wall_clock`` (for
-    ``Retry-After`` dates) are injectable for tests.
+    transport's business. ``ssl_context`` replaces the default one (certificates verified
+    against the certifi bundle, for the hostname). ``sleep``, ``clock`` (monotonic) and
+    ``wall_clock`` (for ``Retry-After`` dates) are injectable for tests.
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -271,6 +283,7 @@ class SafeClient:
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER_S,
         allow_downgrade: bool = True,
         transport: httpx.BaseTransport | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         resolve: Resolver = system_resolve,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -301,7 +314,7 @@ class SafeClient:
         self._wall_clock = wall_clock
         self._deadline = Deadline(clock)
         self._pins: Pins = {}
-        self._transport = transport or PinnedTransport(self._pins, self._deadline)
+        self._transport = transport or PinnedTransport(self._pins, self._deadline, ssl_context)
 
     def __enter__(self) -> SafeClient:
         return self
@@ -401,6 +414,11 @@ class SafeClient:
                 self._pin(url, origin)
                 response = self._request(url, deadline)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                tls = _tls_failure(exc)
+                if tls is not None:  # a bad certificate will not get better by retrying
+                    error = FetchError(url, f"TLS failed: {tls}")
+                    error.retryable = False
+                    raise error from exc
                 detail, cause = f"cannot connect: {exc}", exc
             except httpx.TimeoutException as exc:
                 raise FetchError(url, f"timed out waiting for the response: {exc}") from exc

@@ -152,9 +152,11 @@ class _PinnedStream(httpx.SyncByteStream):
 class PinnedTransport(httpx.BaseTransport):
     """An httpx transport over an httpcore pool that connects only to checked addresses."""
 
-    def __init__(self, pins: Pins, deadline: Deadline) -> None:
+    def __init__(
+        self, pins: Pins, deadline: Deadline, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl.create_default_context(cafile=certifi.where()),
+            ssl_context=ssl_context or ssl.create_default_context(cafile=certifi.where()),
             network_backend=_PinnedBackend(pins, deadline),
             max_connections=10,
             max_keepalive_connections=5,
