@@ -6,8 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from changewatch.errors import UnsafeURLError
+from changewatch.sitemaps.netguard import check_url
 from changewatch.sitemaps.walk import is_site_url, robots_sitemaps
 
 # ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
@@ -123,3 +126,10 @@ def test_unsafe_argument_is_refused() -> None:
     """An argument that is no fetchable URL is refused with the reason."""
     with pytest.raises(UnsafeURLError, match="scheme 'file'"):
         is_site_url("file:///etc/passwd")
+
+
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_robots_sitemaps_never_crashes_and_returns_checked_urls(body: bytes) -> None:
+    """Any bytes give a list of URLs that pass the fetcher's URL check unchanged."""
+    for url in robots_sitemaps(b"Sitemap: " + body, BASE) + robots_sitemaps(body, BASE):
+        assert check_url(url) == url
