@@ -224,7 +224,8 @@ def _parse_chunks(data: bytes, url: str, sizes: list[int], **kwargs: object) -> 
     entries += parser.feed(data[position:])
     entries += parser.close()
     assert parser.kind is not None
-    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated)
+    error = str(parser.error) if parser.error is not None else None
+    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated, error)
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -433,6 +434,10 @@ def test_truncated_xml_keeps_entries_and_says_so() -> None:
     assert parser.skipped == {"truncated": 1}
     assert parser.error is not None
     assert "broken XML" in str(parser.error)
+    parsed = parse_sitemap(body, EX)
+    assert parsed.truncated
+    assert parsed.error == str(parser.error)
+    assert _parse_chunks(body, EX, [3] * len(body)) == parsed
     # strict=True makes the same document an error.
     with pytest.raises(SitemapParseError, match="broken XML"):
         parse_sitemap(body, EX, strict=True)
@@ -518,3 +523,14 @@ def test_extension_elements_named_loc_are_not_entries() -> None:
 
 
 URL_WWW = "https://www.example.com/sitemap.xml"
+
+
+def test_junk_after_the_document_is_not_a_truncation() -> None:
+    """Bytes after </urlset> (NUL padding, a second root): all entries read, not truncated."""
+    body = b"<urlset><url><loc>https://www.example.com/a</loc></url></urlset>\n"
+    for junk in (b"\x00\x00\x00", b"<urlset/>", b"garbage"):
+        parsed = parse_sitemap(body + junk, URL_WWW)
+        assert [e.loc for e in parsed.entries] == ["https://www.example.com/a"]
+        assert not parsed.truncated
+        assert parsed.skipped == {"junk after document": 1}
+        assert _parse_chunks(body + junk, URL_WWW, [1] * len(body + junk)) == parsed
