@@ -133,6 +133,11 @@ class XmlReader:
                 "a single XML token (a tag with its attributes, a comment) is longer",
             )
 
+    @property
+    def finished(self) -> bool:
+        """The root element has been closed: every entry of the document was read."""
+        return self._rooted and self._depth == 0
+
     def close(self) -> None:
         """Finish the document; raises ``expat.ExpatError`` if it is incomplete."""
         self._parser.Parse(b"", True)

@@ -58,6 +58,8 @@ class ParsedSitemap:
     skipped: dict[str, int] = field(default_factory=dict)
     #: The document broke off after its root: the entries before the break are kept.
     truncated: bool = False
+    #: Where and how it broke off, when ``truncated``.
+    error: str | None = None
 
 
 class _Inflater:
@@ -312,6 +314,12 @@ class SitemapParser:
                 raise SitemapParseError(
                     self.url, f"not a sitemap or feed: not well-formed XML ({exc})"
                 ) from exc
+            if reader.finished:
+                # Bytes after the closing root tag (padding, a second document): every entry
+                # was read, so this is not a truncation; note it and stop.
+                self._broken = True
+                self._skip("junk after document")
+                return
             self._break(f"broken XML: {exc}")
             return
         self.kind = reader.kind
@@ -461,4 +469,5 @@ def parse_sitemap(
     entries = parser.feed(data)
     entries += parser.close()
     assert parser.kind is not None  # close() raises otherwise
-    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated)
+    error = str(parser.error) if parser.error is not None else None
+    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated, error)
