@@ -16,12 +16,12 @@ docs/fetching.md describes every rule.
 
 from __future__ import annotations
 
+import concurrent.futures
 import email.utils
 import ipaddress
 import socket
 import ssl
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -31,9 +31,10 @@ import httpx
 from ada_url import join_url
 
 from changewatch._version import __version__
-from changewatch.errors import FetchError, SitemapLimitError, UnsafeURLError
+from changewatch.errors import FetchError, UnsafeURLError
 from changewatch.sitemaps.netguard import address_refusal, character_refusal, url_refusal
 from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
+from changewatch.sitemaps.response import FetchResponse
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -52,11 +53,6 @@ DEFAULT_CONNECT_TIMEOUT_S: Final = 10.0
 DEFAULT_READ_TIMEOUT_S: Final = 30.0
 DEFAULT_TOTAL_TIMEOUT_S: Final = 120.0
 DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
-#: Decoded pieces handed to the caller are at most this long (a gzip bomb never
-#: inflates into one huge ``bytes``).
-CHUNK_SIZE: Final = 65_536
-#: A decoded/compressed ratio over ``max_ratio`` is only judged past this many bytes.
-RATIO_FLOOR_BYTES: Final = 1_048_576
 
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _ACCEPT: Final = "application/xml, text/xml;q=0.9, text/plain;q=0.8, */*;q=0.5"
@@ -115,144 +111,6 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
-
-
-# ---------------------------------------------------------------- the response
-
-
-class FetchResponse:
-    """An open response: status and headers read, the body still to stream.
-
-    ``iter_bytes()`` yields the body with any ``Content-Encoding: gzip`` decoded (once, in
-    pieces of at most :data:`CHUNK_SIZE` bytes); ``gzip_decoded`` then says so, and the
-    parser must be told ``gzipped=False``. A gzip *file* served without that header is
-    yielded as it is, for the parser to sniff.
-    """
-
-    def __init__(
-        self,
-        *,
-        url: str,
-        final_url: str,
-        redirects: tuple[str, ...],
-        response: httpx.Response,
-        deadline: float,
-        client: SafeClient,
-        max_bytes: int | None,
-        max_ratio: int | None,
-    ) -> None:
-        #: The URL asked for (normalised) and the URL the body came from.
-        self.url = url
-        self.final_url = final_url
-        #: Every URL that redirected, in order (``final_url`` not included).
-        self.redirects = redirects
-        self.status = response.status_code
-        self.headers = response.headers
-        self.content_type: str | None = response.headers.get("content-type")
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity", "gzip", "x-gzip"):
-            raise FetchError(
-                final_url,
-                f"unsupported Content-Encoding {encoding!r} (only gzip was asked for)",
-                status=self.status,
-            )
-        self.gzip_decoded = encoding in ("gzip", "x-gzip")
-        #: Bytes received (before decoding) and bytes yielded so far.
-        self.bytes_received = 0
-        self.bytes_yielded = 0
-        self._response = response
-        self._deadline = deadline
-        self._client = client
-        self._max_bytes = max_bytes
-        self._max_ratio = max_ratio
-
-    def _raw(self) -> Iterator[bytes]:
-        # The transport's stream, not ``iter_raw()``: an httpx.Response built with
-        # ``content=`` (MockTransport) is already read, but its stream still iterates.
-        stream = self._response.stream
-        assert isinstance(stream, httpx.SyncByteStream)
-        chunks = iter(stream)
-        client = self._client
-        while True:
-            if client._clock() >= self._deadline:
-                raise FetchError(self.final_url, self._total_timeout())
-            client._deadline.value = self._deadline
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                return
-            except httpx.TimeoutException as exc:
-                if client._clock() >= self._deadline - 0.01:
-                    raise FetchError(self.final_url, self._total_timeout()) from exc
-                raise FetchError(self.final_url, f"timed out reading the body: {exc}") from exc
-            except httpx.HTTPError as exc:
-                raise FetchError(self.final_url, f"body read failed: {exc}") from exc
-            finally:
-                client._deadline.value = None
-            self.bytes_received += len(chunk)
-            handed = client._clock()
-            yield chunk
-            # The total timeout bounds waiting on the network, not the caller's own work.
-            self._deadline += client._clock() - handed
-
-    def _total_timeout(self) -> str:
-        return f"total timeout of {self._client.total_timeout:g} s exceeded"
-
-    def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        pending = False  # the current gzip member has started but not ended
-        try:
-            for data in raw:
-                while data:
-                    pending = True
-                    piece = inflater.decompress(data, CHUNK_SIZE)
-                    if piece:
-                        yield piece
-                    if inflater.eof:  # RFC 1952 §2.2: a gzip stream may hold several members
-                        data = inflater.unused_data
-                        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-                        pending = False
-                    else:
-                        data = inflater.unconsumed_tail
-            tail = inflater.flush()
-        except zlib.error as exc:
-            raise FetchError(
-                self.final_url, f"Content-Encoding gzip body is corrupt: {exc}"
-            ) from exc
-        if tail:
-            yield tail
-        if pending and not inflater.eof:
-            raise FetchError(self.final_url, "Content-Encoding gzip body is truncated")
-
-    def iter_bytes(self) -> Iterator[bytes]:
-        """The body, ``Content-Encoding`` decoded; raises FetchError or SitemapLimitError."""
-        pieces = self._gunzip(self._raw()) if self.gzip_decoded else self._raw()
-        for piece in pieces:
-            self.bytes_yielded += len(piece)
-            if self._max_bytes is not None and self.bytes_yielded > self._max_bytes:
-                raise SitemapLimitError(self.final_url, "max_bytes", self._max_bytes)
-            if (
-                self.gzip_decoded
-                and self._max_ratio is not None
-                and self.bytes_yielded > RATIO_FLOOR_BYTES
-                and self.bytes_yielded > self._max_ratio * max(self.bytes_received, 1)
-            ):
-                raise SitemapLimitError(
-                    self.final_url,
-                    "max_ratio",
-                    self._max_ratio,
-                    f"Content-Encoding gzip inflates over the max_ratio limit of "
-                    f"{self._max_ratio}:1 ({self.bytes_yielded} bytes from "
-                    f"{self.bytes_received})",
-                )
-            yield piece
-
-    def read(self) -> bytes:
-        """The whole decoded body (for small documents such as robots.txt)."""
-        return b"".join(self.iter_bytes())
-
-
-# ---------------------------------------------------------------- the client
 
 
 class SafeClient:
@@ -315,6 +173,11 @@ class SafeClient:
         self._deadline = Deadline(clock)
         self._pins: Pins = {}
         self._transport = transport or PinnedTransport(self._pins, self._deadline, ssl_context)
+        # getaddrinfo cannot be given a timeout: it runs in these threads, and is waited
+        # for at most connect_timeout (and never past the total deadline).
+        self._resolver_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="changewatch-resolve"
+        )
 
     def __enter__(self) -> SafeClient:
         return self
@@ -323,8 +186,9 @@ class SafeClient:
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool and the resolver threads."""
         self._transport.close()
+        self._resolver_pool.shutdown(wait=False, cancel_futures=True)
 
     @contextmanager
     def stream(
@@ -348,7 +212,9 @@ class SafeClient:
                 redirects=redirects,
                 response=response,
                 deadline=deadline,
-                client=self,
+                clock=self._clock,
+                socket_deadline=self._deadline,
+                total_timeout=self.total_timeout,
                 max_bytes=max_bytes,
                 max_ratio=max_ratio,
             )
@@ -369,7 +235,7 @@ class SafeClient:
             raise UnsafeURLError(url if len(url) <= 200 else url[:200] + "…", hop + reason)
         return normalised.partition("#")[0]
 
-    def _pin(self, url: str, origin: str | None) -> None:
+    def _pin(self, url: str, origin: str | None, deadline: float) -> None:
         """Resolve the URL's host, check every address, record them for the connection."""
         parsed = httpx.URL(url)
         host = parsed.raw_host.decode("ascii")
@@ -377,8 +243,15 @@ class SafeClient:
         try:  # an IP literal (WHATWG normalisation wrote every IPv4 form dotted)
             addresses: Sequence[str] = [str(ipaddress.ip_address(host))]
         except ValueError:
+            lookup = self._resolver_pool.submit(self._resolve, host, port)
+            wait = min(self.connect_timeout, max(deadline - self._clock(), 0.001))
             try:
-                addresses = self._resolve(host, port)
+                addresses = lookup.result(timeout=wait)
+            except concurrent.futures.TimeoutError:
+                lookup.cancel()
+                raise FetchError(
+                    url, f"resolving host {host!r} timed out after {wait:g} s"
+                ) from None
             except (OSError, UnicodeError) as exc:
                 error = FetchError(url, f"cannot resolve host {host!r}: {exc}")
                 error.retryable = isinstance(exc, socket.gaierror) and exc.errno == socket.EAI_AGAIN
@@ -411,7 +284,7 @@ class SafeClient:
             status: int | None = None
             cause: BaseException | None = None
             try:
-                self._pin(url, origin)
+                self._pin(url, origin, deadline)
                 response = self._request(url, deadline)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 tls = _tls_failure(exc)

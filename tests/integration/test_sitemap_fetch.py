@@ -482,6 +482,26 @@ def test_unresolvable_host_is_a_clear_error() -> None:
     assert sleeps == []
 
 
+def test_a_hanging_resolver_is_cut_off_at_the_connect_timeout() -> None:
+    """Name resolution is bounded too: a resolver that hangs fails the fetch in time."""
+    release = threading.Event()
+
+    def hanging(host: str, port: int) -> list[str]:
+        release.wait(5)
+        return ["93.184.215.14"]
+
+    started = time.monotonic()
+    try:
+        with (
+            SafeClient(resolve=hanging, connect_timeout=0.3, retries=0) as c,
+            pytest.raises(FetchError, match=r"resolving host 'slow-dns\.example' timed out"),
+        ):
+            c.get("http://slow-dns.example/sitemap.xml")
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2.0
+
+
 def test_bad_options_are_refused() -> None:
     """Non-positive timeouts and negative counts are configuration errors."""
     with pytest.raises(ValueError, match="total_timeout"):
