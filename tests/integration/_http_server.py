@@ -8,6 +8,7 @@ Every request is logged with its Host and headers, so tests can count hits.
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -105,10 +106,17 @@ class _Server(http.server.ThreadingHTTPServer):
         pass  # a client that gave up (timeouts are tested) is not a server failure
 
 
-def serve() -> Iterator[LocalSite]:
-    """Run a server in a thread for the duration of a fixture."""
-    server = _Server(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+def serve(address: str = "127.0.0.1") -> Iterator[LocalSite]:
+    """Run a server on ``address`` in a thread for the duration of a fixture."""
+    kind = _Server6 if ":" in address else _Server
+    server = kind((address, 0), http.server.BaseHTTPRequestHandler)
     site = LocalSite(server.server_address[1])
+    if ":" in address:
+        site.base = f"http://[{address}]:{site.port}"
     server.RequestHandlerClass = _handler(site)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True

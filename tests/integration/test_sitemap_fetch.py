@@ -502,6 +502,26 @@ def test_a_hanging_resolver_is_cut_off_at_the_connect_timeout() -> None:
     assert time.monotonic() - started < 2.0
 
 
+def test_ipv6_literal_and_ipv6_answers_are_pinned_too() -> None:
+    """An IPv6 literal host and a name resolving to an IPv6 address both connect and work."""
+    try:
+        server = serve("::1")
+        site = next(server)
+    except OSError as exc:  # no IPv6 loopback on this machine
+        pytest.skip(f"no IPv6 loopback: {exc}")
+    try:
+        site.routes["/six"] = Reply(body=b"over IPv6")
+        with client() as c:
+            assert c.get(f"{site.base}/six")[2] == b"over IPv6"
+        with client(resolve=lambda host, port: ["::1"]) as c:
+            assert c.get(f"http://six.test:{site.port}/six")[2] == b"over IPv6"
+        with SafeClient() as c, pytest.raises(UnsafeURLError, match="::1 is loopback"):
+            c.get(f"{site.base}/six")
+    finally:
+        server.close()
+    assert [seen.host for seen in site.log] == ["[::1]", "six.test"]
+
+
 def test_bad_options_are_refused() -> None:
     """Non-positive timeouts and negative counts are configuration errors."""
     with pytest.raises(ValueError, match="total_timeout"):
