@@ -307,7 +307,11 @@ class SitemapParser:
                 reader.close()
             elif data:
                 reader.feed(data)
-        except expat.ExpatError as exc:
+        except SitemapError:
+            raise
+        except (expat.ExpatError, LookupError, ValueError) as exc:
+            # LookupError/ValueError: expat asked Python for an encoding it does not have or
+            # cannot use (only single-byte codecs work), e.g. encoding="UTF-i".
             self.kind = reader.kind
             self._take(reader.entries)
             if reader.kind is None:

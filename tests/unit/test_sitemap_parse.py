@@ -534,3 +534,11 @@ def test_junk_after_the_document_is_not_a_truncation() -> None:
         assert not parsed.truncated
         assert parsed.skipped == {"junk after document": 1}
         assert _parse_chunks(body + junk, URL_WWW, [1] * len(body + junk)) == parsed
+
+
+@pytest.mark.parametrize("encoding", ["UTF-i", "shift_jis", "utf-32", "rot13"])
+def test_unusable_declared_encoding_is_a_parse_error(encoding: str) -> None:
+    """An encoding expat cannot use (unknown, multi-byte, not text) is "not XML", no crash."""
+    body = f'<?xml version="1.0" encoding="{encoding}"?><urlset/>'.encode()
+    with pytest.raises(SitemapParseError, match="not well-formed XML"):
+        parse_sitemap(body, URL_WWW)
