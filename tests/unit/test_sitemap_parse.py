@@ -542,3 +542,25 @@ def test_unusable_declared_encoding_is_a_parse_error(encoding: str) -> None:
     body = f'<?xml version="1.0" encoding="{encoding}"?><urlset/>'.encode()
     with pytest.raises(SitemapParseError, match="not well-formed XML"):
         parse_sitemap(body, URL_WWW)
+
+
+def test_cdata_and_character_references_in_loc() -> None:
+    """<![CDATA[…]]> and &#x…; are common in generated sitemaps: decoded, not refused."""
+    body = b"""<urlset>
+<url><loc><![CDATA[https://www.example.com/a?x=1&y=2]]></loc>
+  <lastmod><![CDATA[ 2024-01-01 ]]></lastmod></url>
+<url><loc>https://www.example.com/&#x62;&#99;</loc></url>
+</urlset>"""
+    parsed = parse_sitemap(body, URL_WWW)
+    assert [(e.loc, e.lastmod) for e in parsed.entries] == [
+        ("https://www.example.com/a?x=1&y=2", datetime(2024, 1, 1, tzinfo=UTC)),
+        ("https://www.example.com/bc", None),
+    ]
+
+
+def test_html_soft_404_is_refused_by_name() -> None:
+    """A server answering /sitemap.xml with an HTML page: refused, saying what it saw."""
+    with pytest.raises(SitemapError, match=r"<!DOCTYPE html>"):
+        parse_sitemap(b"<!DOCTYPE html>\n<html><body>Not found</body></html>", URL_WWW)
+    with pytest.raises(SitemapParseError, match=r"root element is <html>"):
+        parse_sitemap(b"<html><body>Not found</body></html>", URL_WWW)
