@@ -28,6 +28,7 @@ from changewatch.errors import (
     SitemapError,
     SitemapParseError,
 )
+from changewatch.sitemaps._gzip import GZIP_MAGIC, Inflater
 from changewatch.sitemaps._lastmod import parse_lastmod
 from changewatch.sitemaps._loc import MAX_LOC_CHARS, check_loc, host_key
 from changewatch.sitemaps._xml import RawEntry, XmlReader, limit_error
@@ -42,7 +43,6 @@ _PIECE: Final = 65_536
 #: The decompression ratio is only judged past this much output: tiny bodies have noisy ratios
 #: and cannot hurt.
 RATIO_FLOOR_BYTES: Final = 1_048_576
-_GZIP_MAGIC: Final = b"\x1f\x8b"
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 _XML_SPACE: Final = b" \t\r\n"
@@ -60,52 +60,6 @@ class ParsedSitemap:
     truncated: bool = False
     #: Where and how it broke off, when ``truncated``.
     error: str | None = None
-
-
-class _Inflater:
-    """Incremental gzip inflation that never produces more than asked for per call.
-
-    Handles multi-member files (RFC 1952 §2.2) and ignores bytes after the last member, as
-    gzip(1) does. Callers push small pieces, so the held input stays small.
-    """
-
-    def __init__(self) -> None:
-        self._member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        self._pending = b""
-        self._more = False
-        #: Compressed bytes zlib has used so far (for the ratio check).
-        self.consumed = 0
-
-    @property
-    def complete(self) -> bool:
-        """The last member ended cleanly and nothing is left over."""
-        return self._member.eof and not self._pending
-
-    def push(self, data: bytes) -> None:
-        self._pending += data
-
-    def pull(self, most: int) -> bytes:
-        """Up to ``most`` inflated bytes (``b""`` when it needs more input); raises zlib.error."""
-        while self._pending or self._more:
-            if self._member.eof:
-                if not _GZIP_MAGIC.startswith(self._pending[:2]):
-                    self.consumed += len(self._pending)
-                    self._pending = b""
-                    return b""
-                if len(self._pending) < 2:
-                    return b""
-                self._member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            data = self._pending
-            out = self._member.decompress(data, most)
-            rest = self._member.unused_data if self._member.eof else self._member.unconsumed_tail
-            self.consumed += len(data) - len(rest)
-            self._pending = rest
-            self._more = len(out) == most and not self._member.eof
-            if out:
-                return out
-            if len(rest) == len(data) and not self._member.eof:
-                return b""
-        return b""
 
 
 class SitemapParser:
@@ -151,7 +105,7 @@ class SitemapParser:
         self.error: SitemapParseError | None = None
         self._gzip = gzipped
         self._head = b""
-        self._inflater: _Inflater | None = _Inflater() if gzipped else None
+        self._inflater: Inflater | None = Inflater() if gzipped else None
         self._mode: str | None = None
         self._start = b""
         self._bom_done = False
@@ -204,12 +158,12 @@ class SitemapParser:
     def _route(self, chunk: bytes) -> None:
         if self._gzip is None:
             self._head += chunk
-            if len(self._head) < len(_GZIP_MAGIC):
+            if len(self._head) < len(GZIP_MAGIC):
                 return
             chunk, self._head = self._head, b""
-            self._gzip = chunk.startswith(_GZIP_MAGIC)
+            self._gzip = chunk.startswith(GZIP_MAGIC)
             if self._gzip:
-                self._inflater = _Inflater()
+                self._inflater = Inflater()
         for start in range(0, len(chunk), _PIECE):
             piece = chunk[start : start + _PIECE]
             if self._inflater is None:
@@ -280,7 +234,7 @@ class SitemapParser:
         self._start = b""
         if not start:
             return b""
-        if start.startswith(_GZIP_MAGIC):
+        if start.startswith(GZIP_MAGIC):
             raise SitemapParseError(
                 self.url, "gzip data inside an already decoded body: never inflated twice"
             )
@@ -307,7 +261,11 @@ class SitemapParser:
                 reader.close()
             elif data:
                 reader.feed(data)
-        except expat.ExpatError as exc:
+        except SitemapError:
+            raise
+        except (expat.ExpatError, LookupError, ValueError) as exc:
+            # LookupError/ValueError: expat asked Python for an encoding it does not have or
+            # cannot use (only single-byte codecs work), e.g. encoding="UTF-i".
             self.kind = reader.kind
             self._take(reader.entries)
             if reader.kind is None:
