@@ -67,6 +67,8 @@ def test_sitemap_url_without_host_is_rejected() -> None:
         SitemapParser("/sitemap.xml")
     with pytest.raises(InvalidURLError):
         parse_sitemap(b"", "not a url")
+    with pytest.raises(InvalidURLError):
+        SitemapParser("http://[::1/sitemap.xml")
 
 
 def test_limits_are_the_protocol_defaults() -> None:
