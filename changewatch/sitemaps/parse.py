@@ -250,7 +250,7 @@ class SitemapParser:
             return b""
         if start.startswith(GZIP_MAGIC):
             raise SitemapParseError(
-                self.url, "gzip data inside an already decoded body: never inflated twice"
+                self.url, "gzip data inside a decoded or inflated body: never inflated twice"
             )
         self._mode = "xml" if start.startswith(b"<") else "text"
         return start
