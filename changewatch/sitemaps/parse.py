@@ -2,9 +2,10 @@
 
 Pure: no I/O, no network, no clock. Feed the body in chunks as it arrives::
 
-    parser = SitemapParser("https://example.com/sitemap.xml")
+    parser = SitemapParser("https://example.com/sitemap.xml.gz")
     for chunk in body:
-        handle(parser.feed(chunk))
+        for entry in parser.feed_iter(chunk):   # or: handle(parser.feed(chunk))
+            handle(entry)
     handle(parser.close())
 
 Reads XML ``urlset`` and ``sitemapindex`` (any or no namespace, BOM, leading whitespace,
@@ -17,7 +18,7 @@ off after its root was recognised keeps the entries read so far and sets ``trunc
 from __future__ import annotations
 
 import zlib
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
@@ -82,7 +83,10 @@ class SitemapParser:
         gzipped: bool | None = None,
         strict: bool = False,
     ) -> None:
-        host = urlsplit(sitemap_url).hostname
+        try:
+            host = urlsplit(sitemap_url).hostname
+        except ValueError:  # "http://[::1", a bad IPv6 literal
+            host = None
         if not host:
             raise InvalidURLError(sitemap_url, "a sitemap URL needs a host")
         self.url = sitemap_url
@@ -122,26 +126,34 @@ class SitemapParser:
     # -- public ----------------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> list[Entry]:
-        """Parse the next piece of the body; returns the entries it completed."""
+        """Parse the next piece of the body; returns the entries it completed.
+
+        A gzip chunk may complete many entries (up to ``max_ratio`` times its size in XML);
+        :meth:`feed_iter` hands them over per 64 KiB of XML instead.
+        """
+        return list(self.feed_iter(chunk))
+
+    def feed_iter(self, chunk: bytes) -> Iterator[Entry]:
+        """Like :meth:`feed`, yielding entries as each 64 KiB of (inflated) input is parsed,
+        so memory holds at most that many entries whatever the chunk's size or ratio.
+        Exhaust it before the next call: the chunk is only parsed as it is iterated."""
         self._check_usable()
         try:
             self.bytes_in += len(chunk)
-            self._route(chunk)
+            yield from self._route(chunk)
         except SitemapError as exc:
             self._failed = exc
             raise
-        return self._drain()
 
     def close(self) -> list[Entry]:
         """End of body: returns the last entries; raises if it was never a sitemap."""
         self._check_usable()
         self._closed = True
         try:
-            self._finish()
+            return list(self._finish())
         except SitemapError as exc:
             self._failed = exc
             raise
-        return self._drain()
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -155,7 +167,7 @@ class SitemapParser:
         out, self._out = self._out, []
         return out
 
-    def _route(self, chunk: bytes) -> None:
+    def _route(self, chunk: bytes) -> Iterator[Entry]:
         if self._gzip is None:
             self._head += chunk
             if len(self._head) < len(GZIP_MAGIC):
@@ -168,11 +180,12 @@ class SitemapParser:
             piece = chunk[start : start + _PIECE]
             if self._inflater is None:
                 self._consume(piece)
+                yield from self._drain()
             else:
                 self._inflater.push(piece)
-                self._inflate()
+                yield from self._inflate()
 
-    def _inflate(self) -> None:
+    def _inflate(self) -> Iterator[Entry]:
         inflater = self._inflater
         assert inflater is not None
         limits = self.limits
@@ -198,6 +211,7 @@ class SitemapParser:
                     f"{inflater.consumed} gzip bytes inflated to {self.bytes_out}: "
                     "refused as a decompression bomb",
                 )
+            yield from self._drain()
 
     def _consume(self, data: bytes) -> None:
         self.bytes_out += len(data)
@@ -236,7 +250,7 @@ class SitemapParser:
             return b""
         if start.startswith(GZIP_MAGIC):
             raise SitemapParseError(
-                self.url, "gzip data inside an already decoded body: never inflated twice"
+                self.url, "gzip data inside a decoded or inflated body: never inflated twice"
             )
         self._mode = "xml" if start.startswith(b"<") else "text"
         return start
@@ -366,13 +380,13 @@ class SitemapParser:
 
     # -- end -------------------------------------------------------------------------------
 
-    def _finish(self) -> None:
+    def _finish(self) -> Iterator[Entry]:
         if self._gzip is None:
             self._gzip = False
             head, self._head = self._head, b""
             self._consume(head)
         if self._inflater is not None and not self._broken:
-            self._inflate()
+            yield from self._inflate()
             if not self._inflater.complete and not self._broken:
                 self._break("the gzip stream ends early")
         if self._mode is None and not self._broken:
@@ -386,6 +400,7 @@ class SitemapParser:
             self._end_line()
         if self.kind is None:
             raise SitemapParseError(self.url, "no sitemap or feed found in the document")
+        yield from self._drain()
 
     def _consume_final(self) -> None:
         data = self._sniff(b"", final=True)

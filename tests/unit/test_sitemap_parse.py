@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import gzip
 from datetime import UTC, datetime
+from xml.sax.saxutils import escape
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from changewatch.errors import InvalidURLError, SitemapError, SitemapParseError
 from changewatch.sitemaps import (
@@ -64,6 +67,8 @@ def test_sitemap_url_without_host_is_rejected() -> None:
         SitemapParser("/sitemap.xml")
     with pytest.raises(InvalidURLError):
         parse_sitemap(b"", "not a url")
+    with pytest.raises(InvalidURLError):
+        SitemapParser("http://[::1/sitemap.xml")
 
 
 def test_limits_are_the_protocol_defaults() -> None:
@@ -131,8 +136,6 @@ def test_sitemapindex_entries_are_child_sitemaps() -> None:
 )
 def test_bad_locs_are_skipped_and_counted(loc: str, reason: str) -> None:
     """Each bad <loc> is skipped under its reason; the good entry around it is kept."""
-    from xml.sax.saxutils import escape
-
     body = (
         "<urlset><url><loc>http://www.example.com/ok</loc></url>"
         f"<url><loc>{escape(loc)}</loc></url></urlset>"
@@ -321,3 +324,49 @@ def test_html_soft_404_is_refused_by_name() -> None:
         parse_sitemap(b"<!DOCTYPE html>\n<html><body>Not found</body></html>", URL_WWW)
     with pytest.raises(SitemapParseError, match=r"root element is <html>"):
         parse_sitemap(b"<html><body>Not found</body></html>", URL_WWW)
+
+
+_paths = st.text(
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x2FFF, exclude_characters="\\"),
+    max_size=40,
+).filter(lambda text: not any(0x7F <= ord(c) <= 0x9F or c.isspace() for c in text))
+_stamps = st.datetimes(
+    min_value=datetime(1990, 1, 1), max_value=datetime(2090, 1, 1), timezones=st.just(UTC)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_paths, st.none() | _stamps), max_size=30),
+    st.sampled_from(["urlset", "sitemapindex"]),
+    st.integers(min_value=1, max_value=200),
+    st.booleans(),
+)
+def test_generated_sitemaps_round_trip(
+    pages: list[tuple[str, datetime | None]], root: str, chunk: int, packed: bool
+) -> None:
+    """Any sitemap we write (escaped paths, ISO dates) reads back exactly, in any chunking.
+    (Paths exclude what the rules refuse: whitespace, controls, backslashes.)"""
+    tag = "url" if root == "urlset" else "sitemap"
+    parts = [f'<?xml version="1.0" encoding="UTF-8"?><{root} xmlns="{NS}">']
+    for path, stamp in pages:
+        date = f"<lastmod>{stamp.isoformat()}</lastmod>" if stamp else ""
+        parts.append(f"<{tag}><loc>{escape('https://www.example.com/' + path)}</loc>{date}</{tag}>")
+    body = ("".join(parts) + f"</{root}>").encode()
+    if packed:
+        body = gzip.compress(body)
+    parsed = _parse_chunks(body, URL_WWW, [chunk] * (len(body) // chunk))
+    kind = SitemapURL if root == "urlset" else ChildSitemap
+    expected = [kind("https://www.example.com/" + p, s, URL_WWW) for p, s in pages]
+    assert parsed.entries == expected
+    assert parsed.skipped == {}
+
+
+NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def test_gzip_inside_gzip_is_not_inflated_twice() -> None:
+    """A .gz file gzipped again (a double-encoded body): the inner layer is refused."""
+    inner = gzip.compress(b"<urlset><url><loc>http://www.example.com/</loc></url></urlset>")
+    with pytest.raises(SitemapParseError, match="never inflated twice"):
+        parse_sitemap(gzip.compress(inner), EX)
