@@ -271,7 +271,7 @@ class SitemapWalk(Iterator[SitemapURL]):
             pieces = response.iter_bytes()
             while True:
                 piece = next(pieces, None)
-                entries = parser.close() if piece is None else parser.feed(piece)
+                entries = parser.close() if piece is None else parser.feed_iter(piece)
                 for entry in entries:
                     if isinstance(entry, ChildSitemap):
                         children += 1
