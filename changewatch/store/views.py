@@ -25,7 +25,10 @@ VIEW_NAMES = ("page_changes", "page_latest", "host_activity", "page_flip_flops")
 
 
 def _hex(dialect: str, column: str) -> str:
-    return f"encode({column}, 'hex')" if dialect == "postgresql" else f"lower(hex({column}))"
+    if dialect == "postgresql":
+        return f"encode({column}, 'hex')"
+    # SQLite's hex(NULL) is '', not NULL.
+    return f"CASE WHEN {column} IS NULL THEN NULL ELSE lower(hex({column})) END"
 
 
 def _seconds_between(dialect: str, later: str, earlier: str) -> str:
