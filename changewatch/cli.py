@@ -34,6 +34,7 @@ from changewatch.errors import ChangewatchError
 from changewatch.model import Decision, Version
 from changewatch.store import create_engine, redact
 from changewatch.store.migrate import database_revision, head_revision, upgrade
+from changewatch.store.partition import partition_tables
 from changewatch.store.prune import parse_duration
 from changewatch.urls import canonicalise
 from changewatch.watch import ChangeWatch
@@ -265,8 +266,15 @@ def db() -> None:
 
 @db.command("upgrade")
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
+@click.option(
+    "--partitions",
+    type=int,
+    metavar="N",
+    help="PostgreSQL, empty database only: hash-partition page_snapshots and page_versions "
+    "by url_digest into N partitions each.",
+)
 @click.pass_obj
-def db_upgrade(options: _Options, revision: str) -> None:
+def db_upgrade(options: _Options, revision: str, partitions: int | None) -> None:
     """Migrate the database schema to REVISION (idempotent)."""
     url = options.settings().database_url
     engine = create_engine(url)
@@ -274,12 +282,15 @@ def db_upgrade(options: _Options, revision: str) -> None:
         before = database_revision(engine)
         upgrade(engine, revision)
         after = database_revision(engine)
+        partitioned = partitions is not None and partition_tables(engine, partitions)
     finally:
         engine.dispose()
     if before == after:
         click.echo(f"database {redact(url)}: already at revision {after}")
     else:
         click.echo(f"database {redact(url)}: upgraded from {before or 'empty'} to {after}")
+    if partitioned:
+        click.echo(f"page_snapshots and page_versions: {partitions} hash partitions each")
 
 
 @db.command("current")
