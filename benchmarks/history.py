@@ -61,12 +61,13 @@ FROM generate_series(1, :pages) AS i
 """
 _VERSIONS = """
 INSERT INTO page_versions (url_digest, version_no, kind, distance, raw_sha256, content_sha256,
-    simhash, fingerprint_version, text_length, first_seen, last_seen, reverted_to)
+    simhash, fingerprint_version, text_length, first_seen, last_seen, reverted_to, host)
 SELECT decode(md5('page' || i), 'hex'), k, CASE WHEN k = 1 THEN 'new' ELSE 'changed' END,
     CASE WHEN k = 1 THEN NULL ELSE 10 END, sha256(('raw' || i || '-' || k)::bytea),
     sha256(('c' || i || '-' || k)::bytea), hashtextextended('c' || i || '-' || k, 0), :fpv,
     1000, now() - make_interval(days => (:versions - k) * 5, hours => i % 120),
-    now() - make_interval(days => (:versions - k) * 5 - 4, hours => i % 120), NULL
+    now() - make_interval(days => (:versions - k) * 5 - 4, hours => i % 120),
+    NULL, 'h' || (i % :hosts) || '.bench.example'
 FROM generate_series(1, :pages) AS i, generate_series(1, :versions) AS k
 """
 

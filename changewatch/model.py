@@ -79,3 +79,4 @@ class Snapshot:
     fingerprint_version: int
     version_count: int
     last_seen: datetime
+    host: str | None = None

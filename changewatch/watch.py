@@ -578,6 +578,7 @@ class ChangeWatch:
                         snap.last_seen,
                         page.etag,
                         page.last_modified,
+                        host=snap.host,
                     )
                 )
                 decided[page.digest] = Decision(

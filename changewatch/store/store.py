@@ -114,6 +114,7 @@ class Change:
     etag: str | None = None
     last_modified: str | None = None
     reverted_to: int | None = None
+    host: str | None = None
 
 
 # The unchanged-bytes fast path of a single page as one statement: count the fetch only where
@@ -179,6 +180,7 @@ class StoreTransaction:
             _SNAP.fingerprint_version,
             _SNAP.version_count,
             _SNAP.last_seen,
+            _SNAP.host,
         ).where(_SNAP.url_digest.in_(sa.bindparam("digests", expanding=True)))
         if self._dialect == "postgresql":
             # Lock the rows read, in one global order: concurrent batches then queue instead
@@ -196,6 +198,7 @@ class StoreTransaction:
                 fingerprint_version=r.fingerprint_version,
                 version_count=r.version_count,
                 last_seen=r.last_seen,
+                host=r.host,
             )
             for r in rows
         }
@@ -271,7 +274,10 @@ class StoreTransaction:
             raise WriteConflict("a new page was inserted by another worker")
         self._conn.execute(
             sa.insert(page_versions),
-            [_version_row(p.url_digest, 1, "new", None, p.fp, now) for p in pages],
+            [
+                _version_row(p.url_digest, 1, "new", None, p.fp, now) | {"host": p.host}
+                for p in pages
+            ],
         )
 
     def _touch(self, now: datetime, touches: Sequence[Touch]) -> None:
@@ -305,7 +311,7 @@ class StoreTransaction:
             sa.insert(page_versions),
             [
                 _version_row(c.url_digest, c.expected_versions + 1, c.kind, c.distance, c.fp, now)
-                | {"reverted_to": c.reverted_to}
+                | {"reverted_to": c.reverted_to, "host": c.host}
                 for c in changes
             ],
         )

@@ -75,6 +75,8 @@ COMMENTS = {
     "page_versions.fingerprint_version": "version of the normalisation and SimHash rules",
     "page_versions.text_length": "characters of normalised text",
     "page_versions.first_seen": "first fetch that saw this version (when the change was seen)",
+    "page_versions.host": "host of the page, as in page_snapshots.host (copied so one "
+    "host's changes over a time range are one index range scan)",
     "page_versions.reverted_to": "version_no of an earlier version of the page with the same "
     "content_sha256 (a flip-flop), else NULL",
 }
@@ -312,8 +314,9 @@ page_versions = Table(
         comment="last fetch that saw this version; for the current version see "
         "page_snapshots.last_seen",
     ),
-    # Migration 0004: the flip-flop marker.
+    # Migration 0004: the flip-flop marker, and the page's host for host + time questions.
     Column("reverted_to", Integer, nullable=True, comment=COMMENTS["page_versions.reverted_to"]),
+    Column("host", String(300), nullable=True, comment=COMMENTS["page_versions.host"]),
     CheckConstraint("kind IN ('new', 'changed', 'minor')", name="kind_known"),
     CheckConstraint(
         "distance IS NULL OR (distance >= 0 AND distance <= 64)", name="distance_range"
@@ -321,5 +324,5 @@ page_versions = Table(
     UniqueConstraint("url_digest", "version_no"),
     comment="Append-only history: one row per distinct content version of a page.",
 )
-# Migration 0004: time-range questions over all pages (page_changes, host_activity).
-Index("ix_page_versions_first_seen", page_versions.c.first_seen)
+# Migration 0004: one host's changes over a time range (page_changes) in one range scan.
+Index("ix_page_versions_host_first_seen", page_versions.c.host, page_versions.c.first_seen)

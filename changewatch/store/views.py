@@ -55,7 +55,7 @@ CREATE VIEW page_changes AS
 SELECT
     v.id AS version_id,
     s.url AS url,
-    s.host AS host,
+    v.host AS host,
     {_hex(d, "s.url_digest")} AS url_digest,
     v.first_seen AS changed_at,
     v.kind AS kind,
@@ -129,20 +129,19 @@ WITH hosts AS (
     FROM page_snapshots GROUP BY host
 ),
 changes AS (
-    SELECT s.host AS host,
+    SELECT v.host AS host,
            SUM(CASE WHEN v.first_seen >= {_days_ago(d, 1)} THEN 1 ELSE 0 END) AS changes_1d,
            SUM(CASE WHEN v.first_seen >= {_days_ago(d, 7)} THEN 1 ELSE 0 END) AS changes_7d,
            SUM(CASE WHEN v.first_seen >= {_days_ago(d, 30)} THEN 1 ELSE 0 END) AS changes_30d,
            MAX(v.first_seen) AS last_change
-    FROM page_versions v JOIN page_snapshots s ON s.url_digest = v.url_digest
+    FROM page_versions v
     WHERE v.version_no > 1
-    GROUP BY s.host
+    GROUP BY v.host
 ),
 gaps AS (
-    SELECT s.host AS host, {_seconds_between(d, "v.first_seen", "p.first_seen")} AS gap
+    SELECT v.host AS host, {_seconds_between(d, "v.first_seen", "p.first_seen")} AS gap
     FROM page_versions v
     JOIN page_versions p ON p.url_digest = v.url_digest AND p.version_no = v.version_no - 1
-    JOIN page_snapshots s ON s.url_digest = v.url_digest
 ),
 {medians}
 SELECT

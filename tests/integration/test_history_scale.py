@@ -76,7 +76,8 @@ def test_history_queries_use_indexes_on_100k_versions(make_pg_database: Callable
     url = make_pg_database()
     with ChangeWatch(database_url=url, seen_url="memory:") as watch:
         _populate(watch)
-        bulk_load(watch.store.engine, pages=10_000, versions=10, hosts=50)
+        # 25,000 pages × 4 versions on 250 hosts: 100 pages a host.
+        bulk_load(watch.store.engine, pages=25_000, versions=4, hosts=250)
         with watch.store.engine.connect() as conn:
             assert conn.exec_driver_sql("SELECT count(*) FROM page_versions").scalar() >= 100_000
         sql, params = _history_sql(watch)
@@ -85,14 +86,14 @@ def test_history_queries_use_indexes_on_100k_versions(make_pg_database: Callable
         assert any("Index" in kind for kind in history), history
         assert "page_versions" in set().union(*history.values())
 
-        changes = _scans(
-            _explain(
-                watch.store.engine,
-                "SELECT * FROM page_changes WHERE host = 'h7.bulk.example' "
-                "AND changed_at >= now() - interval '7 days'",
-            )
+        nodes = _explain(
+            watch.store.engine,
+            "SELECT * FROM page_changes WHERE host = 'h7.bulk.example' "
+            "AND changed_at >= now() - interval '7 days'",
         )
+        changes = _scans(nodes)
         assert "Seq Scan" not in changes, changes
+        assert "ix_page_versions_host_first_seen" in {n.get("Index Name") for n in nodes}
         assert {"page_versions", "page_snapshots"} <= set().union(*changes.values())
         # The peer: with index scans off the same query must read whole tables.
         with watch.store.engine.connect() as conn:
