@@ -226,3 +226,64 @@ def test_prune_in_small_batches_removes_the_same(watch: ChangeWatch, clock: Cloc
 def test_prune_refuses_bad_arguments(watch: ChangeWatch, args: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         watch.prune(*args)
+
+
+def test_migration_backfills_host_and_shows_old_rows(
+    make_database_url: Callable[..., str],
+) -> None:
+    """Rows written before 0004 get page_versions.host and appear in the views."""
+    from datetime import UTC, datetime
+
+    from changewatch.store import create_engine
+    from changewatch.store.migrate import upgrade
+    from changewatch.store.tables import page_snapshots, page_versions
+
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    common = {
+        "raw_sha256": b"r" * 32,
+        "simhash": 5,
+        "fingerprint_version": 1,
+        "text_length": 10,
+    }
+    try:
+        upgrade(engine, "0002")
+        with engine.begin() as conn:
+            conn.execute(
+                sa.insert(page_snapshots),
+                {
+                    "url_digest": b"d" * 16,
+                    "host": "old.example",
+                    "url": "https://old.example/",
+                    "canon_version": 1,
+                    "content_sha256": b"b" * 32,
+                    "first_seen": t0,
+                    "last_seen": t0,
+                    "last_changed": t0,
+                    "version_count": 2,
+                    "fetch_count": 2,
+                    **common,
+                },
+            )
+            # The 0002 columns only: page_versions of this code has two more.
+            rows = ((1, "new", None, b"a" * 32), (2, "changed", 9, b"b" * 32))
+            for n, kind, dist, content in rows:
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO page_versions (url_digest, version_no, kind, distance, "
+                        "raw_sha256, content_sha256, simhash, fingerprint_version, text_length, "
+                        "first_seen, last_seen) VALUES (:d, :n, :k, :dist, :r, :c, 5, 1, 10, "
+                        ":t, :t)"
+                    ).bindparams(sa.bindparam("t", type_=page_versions.c.first_seen.type)),
+                    {"d": b"d" * 16, "n": n, "k": kind, "dist": dist, "r": b"r" * 32}
+                    | {"c": content, "t": t0},
+                )
+        upgrade(engine)
+        with engine.connect() as conn:
+            hosts = conn.execute(sa.select(page_versions.c.host)).scalars().all()
+            changes = conn.execute(sa.text("SELECT host, version_no FROM page_changes")).all()
+    finally:
+        engine.dispose()
+    assert hosts == ["old.example", "old.example"]
+    assert [tuple(r) for r in changes] == [("old.example", 2)]
