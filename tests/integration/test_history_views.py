@@ -287,3 +287,29 @@ def test_migration_backfills_host_and_shows_old_rows(
         engine.dispose()
     assert hosts == ["old.example", "old.example"]
     assert [tuple(r) for r in changes] == [("old.example", 2)]
+
+
+@pytest.mark.postgres
+def test_postgres_comments_every_view_and_history_column(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """COMMENT ON every view, every view column and every page_versions column."""
+    from changewatch.store import create_engine
+    from changewatch.store.views import VIEW_NAMES
+
+    engine = create_engine(make_pg_database())
+    try:
+        with engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                "SELECT c.relname, a.attname, col_description(c.oid, a.attnum), "
+                "obj_description(c.oid, 'pg_class') FROM pg_class c "
+                "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 "
+                "AND NOT a.attisdropped WHERE c.relname = ANY(%(names)s)",
+                {"names": [*VIEW_NAMES, "page_versions"]},
+            ).all()
+    finally:
+        engine.dispose()
+    assert {r[0] for r in rows} == {*VIEW_NAMES, "page_versions"}
+    missing = [f"{r[0]}.{r[1]}" for r in rows if not r[2]]
+    assert missing == []
+    assert all(r[3] for r in rows)
