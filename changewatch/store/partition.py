@@ -93,6 +93,22 @@ def _check(conn: Connection, partitions: Any) -> bool:
     return False
 
 
+def _name_partition_indexes(conn: Connection) -> None:
+    """Rename each partition's copy of an index ``<index>_p<n>`` (Postgres names them
+    ``page_snapshots_p0_expr_idx2`` and so on), so plans name the index they use."""
+    rows = conn.exec_driver_sql(
+        "SELECT child.relname, parent.relname, tab.relname FROM pg_inherits i "
+        "JOIN pg_class child ON child.oid = i.inhrelid "
+        "JOIN pg_class parent ON parent.oid = i.inhparent AND parent.relkind = 'I' "
+        "JOIN pg_index x ON x.indexrelid = child.oid "
+        "JOIN pg_class tab ON tab.oid = x.indrelid "
+        "WHERE tab.relname ~ '^page_(snapshots|versions)_p[0-9]+$'"
+    ).all()
+    for child, parent, table in rows:
+        suffix = str(table).rsplit("_", 1)[1]
+        conn.exec_driver_sql(f'ALTER INDEX "{child}" RENAME TO "{parent}_{suffix}"')
+
+
 def partition_tables(engine: Engine, partitions: int) -> bool:
     """Rebuild the empty, migrated tables with ``partitions`` hash partitions each.
 
@@ -118,6 +134,7 @@ def partition_tables(engine: Engine, partitions: int) -> bool:
                     f"CREATE TABLE {table}_p{remainder} PARTITION OF {table} "
                     f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder})"
                 )
+        _name_partition_indexes(conn)
         for statement in create_statements("postgresql"):
             conn.exec_driver_sql(statement)
         for statement in comment_statements():
