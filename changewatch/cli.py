@@ -16,7 +16,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +34,8 @@ from changewatch.errors import ChangewatchError
 from changewatch.model import Decision, Version
 from changewatch.store import create_engine, redact
 from changewatch.store.migrate import database_revision, head_revision, upgrade
+from changewatch.store.partition import partition_tables
+from changewatch.store.prune import parse_duration
 from changewatch.urls import canonicalise
 from changewatch.watch import ChangeWatch
 
@@ -188,6 +190,7 @@ def _decision_json(d: Decision) -> dict[str, Any]:
         "duplicate_of": d.duplicate_of,
         "path": d.path,
         "version": d.version,
+        "reverted_to": d.reverted_to,
         "url_digest": d.url_digest.hex(),
         "content_sha256": d.content_sha256.hex(),
         "simhash": f"{d.simhash:016x}",
@@ -205,6 +208,7 @@ def _version_json(v: Version) -> dict[str, Any]:
         "raw_sha256": v.raw_sha256.hex(),
         "simhash": f"{v.simhash:016x}",
         "text_length": v.text_length,
+        "reverted_to": v.reverted_to,
     }
 
 
@@ -262,8 +266,15 @@ def db() -> None:
 
 @db.command("upgrade")
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
+@click.option(
+    "--partitions",
+    type=int,
+    metavar="N",
+    help="PostgreSQL, empty database only: hash-partition page_snapshots and page_versions "
+    "by url_digest into N partitions each.",
+)
 @click.pass_obj
-def db_upgrade(options: _Options, revision: str) -> None:
+def db_upgrade(options: _Options, revision: str, partitions: int | None) -> None:
     """Migrate the database schema to REVISION (idempotent)."""
     url = options.settings().database_url
     engine = create_engine(url)
@@ -271,12 +282,15 @@ def db_upgrade(options: _Options, revision: str) -> None:
         before = database_revision(engine)
         upgrade(engine, revision)
         after = database_revision(engine)
+        partitioned = partitions is not None and partition_tables(engine, partitions)
     finally:
         engine.dispose()
     if before == after:
         click.echo(f"database {redact(url)}: already at revision {after}")
     else:
         click.echo(f"database {redact(url)}: upgraded from {before or 'empty'} to {after}")
+    if partitioned:
+        click.echo(f"page_snapshots and page_versions: {partitions} hash partitions each")
 
 
 @db.command("current")
@@ -441,3 +455,64 @@ def _report_tables(report: DemoReport, *, kept: bool) -> Iterator[Table | Text]:
         yield _versions_table(page.versions, f"History of {page.path}")
     where = f"kept in {report.workdir}" if kept else "in a temporary directory, now removed"
     yield Text(f"store {report.database_url.rpartition('/')[2]} and seen-sets were {where}")
+
+
+# -- retention (issue 3) --------------------------------------------------------------------
+
+
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> timedelta:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@main.command()
+@click.option(
+    "--keep-versions",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="Keep each page's latest N versions (the current one is always kept).",
+)
+@click.option(
+    "--older-than",
+    required=True,
+    metavar="DURATION",
+    callback=_duration,
+    help="Only remove versions last seen longer ago than this: 30d, 12h, 1w2d…",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def prune(
+    options: _Options, keep_versions: int, older_than: timedelta, dry_run: bool, as_json: bool
+) -> None:
+    """Remove old version rows, never a page's current or latest N; safe while crawling."""
+    with options.watch(allow_mixed_canon=True) as watch:
+        report = watch.prune(keep_versions, older_than, dry_run=dry_run)
+    if as_json:
+        _echo_json(
+            {
+                "dry_run": report.dry_run,
+                "cutoff": _iso(report.cutoff),
+                "keep_versions": report.keep_versions,
+                "removed": report.removed,
+                "removed_by_host": report.removed_by_host,
+                "batches": report.batches,
+            }
+        )
+        return
+    verb = "would remove" if dry_run else "removed"
+    table = Table(
+        title=f"prune: versions last seen before {report.cutoff.isoformat(timespec='seconds')}, "
+        f"keeping the latest {keep_versions} per page",
+        box=box.SIMPLE_HEAVY,
+        title_justify="left",
+    )
+    table.add_column("host")
+    table.add_column(verb, justify="right")
+    for host, n in report.removed_by_host.items():
+        table.add_row(_cell(host), _cell(n))
+    table.add_row(Text("total", style="bold"), _cell(report.removed))
+    _console().print(table)

@@ -27,7 +27,9 @@ class Decision:
     digest in hex when the URL-storage policy keeps no URL); ``path`` says how the answer
     was reached: ``"raw"`` (identical bytes, nothing parsed), ``"normalised"`` (same visible
     text), ``"refingerprint"`` (identical bytes of a row stored under older fingerprint
-    rules, re-keyed), ``"simhash"`` or ``"new"``.
+    rules, re-keyed), ``"simhash"`` or ``"new"``. ``reverted_to`` is, for a ``changed`` or
+    ``minor`` page, the number of an earlier version (among the last ``flip_window``) whose
+    normalised content it equals again — a flip-flop; ``None`` otherwise.
     """
 
     kind: DecisionKind
@@ -39,6 +41,7 @@ class Decision:
     duplicate_of: str | None = None
     path: str = "new"
     version: int = 1
+    reverted_to: int | None = None
 
     def __bool__(self) -> bool:
         return self.kind != "unchanged"
@@ -57,6 +60,7 @@ class Version:
     text_length: int
     first_seen: datetime
     last_seen: datetime
+    reverted_to: int | None = None
 
     def __post_init__(self) -> None:
         _check_utc("first_seen", self.first_seen)
@@ -75,3 +79,4 @@ class Snapshot:
     fingerprint_version: int
     version_count: int
     last_seen: datetime
+    host: str | None = None

@@ -25,13 +25,14 @@ workers never lose a count or duplicate a version.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
@@ -73,12 +74,15 @@ from changewatch.store import (
     NewPage,
     RawHit,
     SnapshotStore,
+    StoreTransaction,
     Touch,
     WriteConflict,
     nearest,
     open_store,
 )
+from changewatch.store.history import DEFAULT_FLIP_WINDOW, reverted_to
 from changewatch.store.near import DEFAULT_NEAR_LIMIT, check_near_distance
+from changewatch.store.prune import PruneReport
 from changewatch.urls import (
     CanonPolicy,
     canon_version,
@@ -134,6 +138,11 @@ class ChangeWatch:
     ``fingerprint_policy`` (:class:`~changewatch.fingerprint.FingerprintPolicy`) says what of a
     page is noise, per host; binary bodies (PDF, images, archives: by magic bytes or
     ``content_type``) are compared by their raw bytes and a change is always ``changed``.
+
+    ``flip_window`` (default 10; 0 turns it off): a change whose normalised content equals
+    that of one of the page's last ``flip_window`` versions is recorded with ``reverted_to``
+    (that version's number) — a flip-flop. "unchanged" compares with the current version
+    only, so A → B → A is a change (version 3, ``reverted_to=1``), not "unchanged".
     """
 
     def __init__(
@@ -153,8 +162,12 @@ class ChangeWatch:
         canon_policy: CanonPolicy | None = None,
         allow_mixed_canon: bool = False,
         fingerprint_policy: FingerprintPolicy | None = None,
+        flip_window: int = DEFAULT_FLIP_WINDOW,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
+        if isinstance(flip_window, bool) or not isinstance(flip_window, int) or flip_window < 0:
+            raise ConfigError(f"flip_window must be an integer >= 0, got {flip_window!r}")
+        self.flip_window = flip_window
         if seen_on_error not in SEEN_ON_ERROR:
             raise ConfigError(
                 f"seen_on_error must be one of {', '.join(SEEN_ON_ERROR)}, got {seen_on_error!r}"
@@ -313,6 +326,21 @@ class ChangeWatch:
     def history(self, url: str) -> list[Version]:
         """Every stored version of a page, oldest first (empty if never stored)."""
         return self._store.history(digest_canonical(canonicalise(url, self.canon_policy)))
+
+    def prune(
+        self,
+        keep_versions: int,
+        older_than: timedelta,
+        *,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> PruneReport:
+        """Delete version rows last seen before ``now - older_than`` that are not among
+        their page's latest ``keep_versions`` (at least 1: the current version is never
+        removed); with ``dry_run``, only count them. Safe beside writing crawlers (bounded
+        batches); ``version_count`` keeps counting versions ever made. ``ValueError`` for a
+        bad argument."""
+        return self._store.prune(keep_versions, older_than, now or self._clock(), dry_run=dry_run)
 
     def stats(self) -> dict[str, Any]:
         """Store counters, and the seen-set's figures if it has been opened.
@@ -550,6 +578,7 @@ class ChangeWatch:
                         snap.last_seen,
                         page.etag,
                         page.last_modified,
+                        host=snap.host,
                     )
                 )
                 decided[page.digest] = Decision(
@@ -562,6 +591,8 @@ class ChangeWatch:
                     path="simhash",
                     version=snap.version_count + 1,
                 )
+            if changes and self.flip_window:
+                changes = self._mark_reversions(tx, changes, decided)
             decisions = [decided[p.digest] for p in pages]
             if new:
                 # One statement for exact and near copies. Pages without text (empty, or
@@ -582,6 +613,25 @@ class ChangeWatch:
                 decision.distance,
             )
         return decisions
+
+    def _mark_reversions(
+        self, tx: StoreTransaction, changes: list[Change], decided: dict[bytes, Decision]
+    ) -> list[Change]:
+        """Set ``reverted_to`` on changes back to one of the page's last ``flip_window``
+        versions: one indexed read of those versions' hashes for the changed pages only."""
+        recent = tx.recent_contents(
+            [c.url_digest for c in changes], self.flip_window, FINGERPRINT_VERSION
+        )
+        marked = []
+        for change in changes:
+            earlier = reverted_to(change.fp.content_sha256, recent.get(change.url_digest, ()))
+            if earlier is not None:
+                change = dataclasses.replace(change, reverted_to=earlier)
+                decided[change.url_digest] = dataclasses.replace(
+                    decided[change.url_digest], reverted_to=earlier
+                )
+            marked.append(change)
+        return marked
 
     def _with_duplicates(
         self,

@@ -2,8 +2,9 @@
 
 Postgres: one template database per session (``cw_tmpl_<pid>``) is migrated to head once;
 every Postgres test gets its own clone (``CREATE DATABASE … TEMPLATE``), dropped afterwards.
-The admin connection comes from ``CHANGEWATCH_TEST_DATABASE_URL``. Without a reachable
-server the Postgres tests skip, except under ``CI=true``, where they fail.
+The admin connection comes from ``CHANGEWATCH_TEST_DATABASE_URL``; with
+``CHANGEWATCH_TEST_PARTITIONS=N`` the template is hash-partitioned into N partitions. Without a
+reachable server the Postgres tests skip, except under ``CI=true``, where they fail.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy.pool import NullPool
 
 from changewatch import ChangeWatch
 from changewatch.store.migrate import upgrade
+from changewatch.store.partition import partition_tables
 
 DEFAULT_TEST_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _names = itertools.count(1)
@@ -85,6 +87,11 @@ def pg_template(pg_admin_url: str) -> Iterator[str]:
         engine = sa.create_engine(_database_url(pg_admin_url, name), poolclass=NullPool)
         try:
             upgrade(engine)
+            # CHANGEWATCH_TEST_PARTITIONS=N: every migrated Postgres test database is
+            # hash-partitioned (as by `changewatch db upgrade --partitions N`).
+            partitions = os.environ.get("CHANGEWATCH_TEST_PARTITIONS")
+            if partitions:
+                partition_tables(engine, int(partitions))
         finally:
             engine.dispose()
         yield name

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from changewatch.errors import StoreError
 from changewatch.fingerprint import Fingerprint
 from changewatch.model import Snapshot, Version
+from changewatch.store.history import recent_contents
 from changewatch.store.near import (
     DEFAULT_NEAR_LIMIT,
     NearCandidate,
@@ -39,6 +40,7 @@ from changewatch.store.near import (
     nearest,
     read_candidates,
 )
+from changewatch.store.prune import DEFAULT_PRUNE_BATCH, PruneReport, prune_versions
 from changewatch.store.tables import page_snapshots, page_versions
 
 __all__ = [
@@ -111,6 +113,8 @@ class Change:
     previous_last_seen: datetime
     etag: str | None = None
     last_modified: str | None = None
+    reverted_to: int | None = None
+    host: str | None = None
 
 
 # The unchanged-bytes fast path of a single page as one statement: count the fetch only where
@@ -176,6 +180,7 @@ class StoreTransaction:
             _SNAP.fingerprint_version,
             _SNAP.version_count,
             _SNAP.last_seen,
+            _SNAP.host,
         ).where(_SNAP.url_digest.in_(sa.bindparam("digests", expanding=True)))
         if self._dialect == "postgresql":
             # Lock the rows read, in one global order: concurrent batches then queue instead
@@ -193,6 +198,7 @@ class StoreTransaction:
                 fingerprint_version=r.fingerprint_version,
                 version_count=r.version_count,
                 last_seen=r.last_seen,
+                host=r.host,
             )
             for r in rows
         }
@@ -204,6 +210,18 @@ class StoreTransaction:
         the smallest URL digest for each content hash in ``contents`` (one statement)."""
         with _translate(self._database_url):
             return read_candidates(self._conn, simhashes, contents)
+
+    def recent_contents(
+        self, digests: Sequence[bytes], window: int, fingerprint_version: int
+    ) -> dict[bytes, list[tuple[int, bytes]]]:
+        """The content hashes of each page's last ``window`` versions, newest first.
+
+        One statement over the ``(url_digest, version_no)`` index; only versions made by
+        ``fingerprint_version`` rules (others' hashes are not comparable). Used for flip-flop
+        detection (:func:`changewatch.store.history.recent_contents`).
+        """
+        with _translate(self._database_url):
+            return recent_contents(self._conn, digests, window, fingerprint_version)
 
     def write(
         self,
@@ -256,7 +274,10 @@ class StoreTransaction:
             raise WriteConflict("a new page was inserted by another worker")
         self._conn.execute(
             sa.insert(page_versions),
-            [_version_row(p.url_digest, 1, "new", None, p.fp, now) for p in pages],
+            [
+                _version_row(p.url_digest, 1, "new", None, p.fp, now) | {"host": p.host}
+                for p in pages
+            ],
         )
 
     def _touch(self, now: datetime, touches: Sequence[Touch]) -> None:
@@ -290,6 +311,7 @@ class StoreTransaction:
             sa.insert(page_versions),
             [
                 _version_row(c.url_digest, c.expected_versions + 1, c.kind, c.distance, c.fp, now)
+                | {"reverted_to": c.reverted_to, "host": c.host}
                 for c in changes
             ],
         )
@@ -464,6 +486,7 @@ class SnapshotStore:
                 text_length=r.text_length,
                 first_seen=r.first_seen,
                 last_seen=r.snapshot_last_seen if r.version_no == r.version_count else r.last_seen,
+                reverted_to=r.reverted_to,
             )
             for r in rows
         ]
@@ -511,6 +534,24 @@ class SnapshotStore:
             "first_seen": snap.first_seen,
             "last_seen": snap.last_seen,
         }
+
+    def prune(
+        self,
+        keep_versions: int,
+        older_than: timedelta,
+        now: datetime,
+        *,
+        dry_run: bool = False,
+        batch_size: int = DEFAULT_PRUNE_BATCH,
+    ) -> PruneReport:
+        """Delete old version rows, never a page's current or latest ``keep_versions``.
+
+        See :mod:`changewatch.store.prune` (bounded batches; ``version_count`` is kept).
+        """
+        with _translate(self.database_url):
+            return prune_versions(
+                self.engine, keep_versions, older_than, now, dry_run=dry_run, batch_size=batch_size
+            )
 
     def close(self) -> None:
         """Close every pooled connection."""

@@ -31,6 +31,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
 
 __all__ = [
+    "COMMENTS",
+    "OLD_VERSION_COUNT_COMMENT",
     "SIMHASH_BANDS",
     "SIMHASH_BAND_BITS",
     "metadata",
@@ -58,6 +60,28 @@ NAMING_CONVENTION = {
 }
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+#: Column comments added or reworded by migration 0004 (which reads them from here).
+COMMENTS = {
+    "page_snapshots.first_seen": "first fetch of the page",
+    "page_snapshots.last_seen": "latest fetch of the page",
+    "page_snapshots.version_count": "versions ever made: the version_no of the current version "
+    "(pruning old page_versions rows keeps it)",
+    "page_versions.id": "surrogate key of the version row",
+    "page_versions.url_digest": "the page (page_snapshots.url_digest)",
+    "page_versions.raw_sha256": "SHA-256 of the page bytes when this version was first seen",
+    "page_versions.content_sha256": "SHA-256 of the normalised visible text",
+    "page_versions.simhash": "64-bit SimHash of the normalised text, stored as signed BIGINT",
+    "page_versions.fingerprint_version": "version of the normalisation and SimHash rules",
+    "page_versions.text_length": "characters of normalised text",
+    "page_versions.first_seen": "first fetch that saw this version (when the change was seen)",
+    "page_versions.host": "host of the page, as in page_snapshots.host (copied so one "
+    "host's changes over a time range are one index range scan)",
+    "page_versions.reverted_to": "version_no of an earlier version of the page with the same "
+    "content_sha256 (a flip-flop), else NULL",
+}
+#: The comment page_snapshots.version_count had before migration 0004.
+OLD_VERSION_COUNT_COMMENT = "number of page_versions rows of this page"
 
 
 def to_signed64(value: int) -> int:
@@ -201,8 +225,10 @@ page_snapshots = Table(
         comment="64-bit SimHash of the normalised text, stored as signed BIGINT",
     ),
     Column("text_length", Integer, nullable=False, comment="characters of normalised text"),
-    Column("first_seen", UTCDateTime, nullable=False),
-    Column("last_seen", UTCDateTime, nullable=False),
+    Column(
+        "first_seen", UTCDateTime, nullable=False, comment=COMMENTS["page_snapshots.first_seen"]
+    ),
+    Column("last_seen", UTCDateTime, nullable=False, comment=COMMENTS["page_snapshots.last_seen"]),
     Column(
         "last_changed",
         UTCDateTime,
@@ -213,7 +239,7 @@ page_snapshots = Table(
         "version_count",
         Integer,
         nullable=False,
-        comment="number of page_versions rows of this page",
+        comment=COMMENTS["page_snapshots.version_count"],
     ),
     Column(
         "fetch_count",
@@ -236,12 +262,19 @@ for _band, _name in enumerate(simhash_band_index_names()):
 page_versions = Table(
     "page_versions",
     metadata,
-    Column("id", _BigSerial, primary_key=True, autoincrement=True),
+    Column(
+        "id",
+        _BigSerial,
+        primary_key=True,
+        autoincrement=True,
+        comment=COMMENTS["page_versions.id"],
+    ),
     Column(
         "url_digest",
         LargeBinary(16),
         ForeignKey("page_snapshots.url_digest", ondelete="CASCADE"),
         nullable=False,
+        comment=COMMENTS["page_versions.url_digest"],
     ),
     Column(
         "version_no",
@@ -256,12 +289,24 @@ page_versions = Table(
         nullable=True,
         comment="SimHash Hamming distance from the previous version (NULL for new)",
     ),
-    Column("raw_sha256", LargeBinary(32), nullable=False),
-    Column("content_sha256", LargeBinary(32), nullable=False),
-    Column("simhash", SimHash64, nullable=False),
-    Column("fingerprint_version", SmallInteger, nullable=False),
-    Column("text_length", Integer, nullable=False),
-    Column("first_seen", UTCDateTime, nullable=False),
+    Column(
+        "raw_sha256", LargeBinary(32), nullable=False, comment=COMMENTS["page_versions.raw_sha256"]
+    ),
+    Column(
+        "content_sha256",
+        LargeBinary(32),
+        nullable=False,
+        comment=COMMENTS["page_versions.content_sha256"],
+    ),
+    Column("simhash", SimHash64, nullable=False, comment=COMMENTS["page_versions.simhash"]),
+    Column(
+        "fingerprint_version",
+        SmallInteger,
+        nullable=False,
+        comment=COMMENTS["page_versions.fingerprint_version"],
+    ),
+    Column("text_length", Integer, nullable=False, comment=COMMENTS["page_versions.text_length"]),
+    Column("first_seen", UTCDateTime, nullable=False, comment=COMMENTS["page_versions.first_seen"]),
     Column(
         "last_seen",
         UTCDateTime,
@@ -269,6 +314,9 @@ page_versions = Table(
         comment="last fetch that saw this version; for the current version see "
         "page_snapshots.last_seen",
     ),
+    # Migration 0004: the flip-flop marker, and the page's host for host + time questions.
+    Column("reverted_to", Integer, nullable=True, comment=COMMENTS["page_versions.reverted_to"]),
+    Column("host", String(300), nullable=True, comment=COMMENTS["page_versions.host"]),
     CheckConstraint("kind IN ('new', 'changed', 'minor')", name="kind_known"),
     CheckConstraint(
         "distance IS NULL OR (distance >= 0 AND distance <= 64)", name="distance_range"
@@ -276,3 +324,5 @@ page_versions = Table(
     UniqueConstraint("url_digest", "version_no"),
     comment="Append-only history: one row per distinct content version of a page.",
 )
+# Migration 0004: one host's changes over a time range (page_changes) in one range scan.
+Index("ix_page_versions_host_first_seen", page_versions.c.host, page_versions.c.first_seen)

@@ -1,0 +1,159 @@
+"""Retention: delete old ``page_versions`` rows, never a page's current or latest N versions.
+
+A row is removed when all three hold: it was last seen before ``now - older_than``; it is not
+among the latest ``keep_versions`` of its page (``version_no <= version_count - keep``); and
+it is not the current version (``keep`` is at least 1). ``page_snapshots`` is never touched:
+``version_count`` keeps counting versions ever made (it is the current version's number, and
+the CHECK ``fetch_count >= version_count`` and the decision path rely on it), so history
+after pruning has gaps in its version numbers, and ``page_changes.previous_content_sha256``
+is NULL where the previous version was removed.
+
+Deletion runs in bounded batches (``batch_size`` rows per transaction), walking the
+``(url_digest, version_no)`` index in order, so crawlers writing at the same time wait at most
+one short batch. A row that qualifies keeps qualifying while crawlers write: ``version_count``
+only grows and a superseded version's ``last_seen`` is never moved again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import bindparam, func, tuple_
+from sqlalchemy.engine import Engine
+
+from changewatch.store.tables import page_snapshots, page_versions
+
+__all__ = ["DEFAULT_PRUNE_BATCH", "PruneReport", "parse_duration", "prune_versions"]
+
+#: Version rows deleted per transaction.
+DEFAULT_PRUNE_BATCH = 5_000
+
+_SNAP = page_snapshots.c
+_VER = page_versions.c
+_DURATION_PART = re.compile(r"(\d+)\s*([smhdw])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+@dataclass(frozen=True, slots=True)
+class PruneReport:
+    """What a prune removed (or, with ``dry_run``, would remove), per host and in total."""
+
+    cutoff: datetime
+    keep_versions: int
+    dry_run: bool
+    removed_by_host: dict[str, int] = field(default_factory=dict)
+    batches: int = 0
+
+    @property
+    def removed(self) -> int:
+        """Rows removed in total."""
+        return sum(self.removed_by_host.values())
+
+
+def parse_duration(text: str) -> timedelta:
+    """A duration like ``30d``, ``12h``, ``1w2d``, ``90m`` or ``45s`` (``ValueError`` if not).
+
+    >>> parse_duration("1d12h")
+    datetime.timedelta(days=1, seconds=43200)
+    >>> parse_duration("0s")
+    datetime.timedelta(0)
+    """
+    compact = text.strip().lower()
+    if not compact or _DURATION_PART.sub("", compact).strip():
+        raise ValueError(
+            f"duration {text!r} is not understood: use numbers with units s, m, h, d or w, "
+            "e.g. 30d or 1d12h"
+        )
+    seconds = sum(int(n) * _UNITS[unit] for n, unit in _DURATION_PART.findall(compact))
+    return timedelta(seconds=seconds)
+
+
+def check_prune_args(keep_versions: int, older_than: timedelta, batch_size: int) -> None:
+    """``ValueError`` naming the bad argument."""
+    if isinstance(keep_versions, bool) or not isinstance(keep_versions, int) or keep_versions < 1:
+        raise ValueError(f"keep_versions must be an integer >= 1, got {keep_versions!r}")
+    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+        raise ValueError(f"older_than must be a non-negative timedelta, got {older_than!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+def _prunable() -> Any:
+    return sa.and_(
+        _VER.last_seen < bindparam("cutoff", type_=_VER.last_seen.type),
+        _VER.version_no <= _SNAP.version_count - bindparam("keep"),
+    )
+
+
+# The next batch of prunable rows after a (url_digest, version_no) position, in index order.
+_NEXT_BATCH = (
+    sa.select(_VER.url_digest, _VER.version_no, _SNAP.host)
+    .join(page_snapshots, _SNAP.url_digest == _VER.url_digest)
+    .where(
+        tuple_(_VER.url_digest, _VER.version_no)
+        > tuple_(bindparam("after_digest"), bindparam("after_version")),
+        _prunable(),
+    )
+    .order_by(_VER.url_digest, _VER.version_no)
+    .limit(bindparam("batch"))
+)
+
+_COUNT = (
+    sa.select(_SNAP.host, func.count())
+    .select_from(page_versions.join(page_snapshots, _SNAP.url_digest == _VER.url_digest))
+    .where(_prunable())
+    .group_by(_SNAP.host)
+)
+
+
+def prune_versions(
+    engine: Engine,
+    keep_versions: int,
+    older_than: timedelta,
+    now: datetime,
+    *,
+    dry_run: bool = False,
+    batch_size: int = DEFAULT_PRUNE_BATCH,
+) -> PruneReport:
+    """Delete (or count, with ``dry_run``) the prunable version rows; see the module doc."""
+    check_prune_args(keep_versions, older_than, batch_size)
+    cutoff = now - older_than
+    params: dict[str, Any] = {"cutoff": cutoff, "keep": keep_versions}
+    if dry_run:
+        with engine.connect() as conn:
+            counts = {str(h): int(n) for h, n in conn.execute(_COUNT, params).all()}
+        return PruneReport(cutoff, keep_versions, True, dict(sorted(counts.items())))
+    removed: Counter[str] = Counter()
+    after: tuple[bytes, int] = (b"", 0)
+    batches = 0
+    while True:
+        with engine.begin() as conn:
+            rows = conn.execute(
+                _NEXT_BATCH,
+                params | {"after_digest": after[0], "after_version": after[1], "batch": batch_size},
+            ).all()
+            if not rows:
+                break
+            keys = [(bytes(r.url_digest), int(r.version_no)) for r in rows]
+            deleted = conn.execute(
+                sa.delete(page_versions)
+                .where(
+                    tuple_(_VER.url_digest, _VER.version_no).in_(bindparam("keys", expanding=True))
+                )
+                .returning(_VER.url_digest, _VER.version_no),
+                {"keys": keys},
+            ).all()
+            gone = {(bytes(d), int(v)) for d, v in deleted}
+            removed.update(
+                str(r.host) for r in rows if (bytes(r.url_digest), int(r.version_no)) in gone
+            )
+            after = keys[-1]
+            batches += 1
+        if len(rows) < batch_size:
+            break
+    return PruneReport(cutoff, keep_versions, False, dict(sorted(removed.items())), batches)
