@@ -18,8 +18,6 @@ import pytest
 
 from ._site import CountingSite, body_text, render
 
-pytest.importorskip("scrapy")
-
 CRAWLER = Path(__file__).with_name("_scrapy_crawl.py")
 REPO = Path(__file__).resolve().parents[2]
 CRAWL_TIMEOUT_S = 60
@@ -60,6 +58,7 @@ def _finish(started: Any) -> dict[str, Any]:
     text = log.read_text(errors="replace")
     assert proc.returncode == 0, text[-4000:]
     assert "Traceback" not in text, text[-4000:]
+    assert "DeprecationWarning" not in text, text[-4000:]
     result: dict[str, Any] = json.loads(out.read_text())
     return result
 
@@ -108,9 +107,7 @@ def test_second_crawl_parses_exactly_the_changed_and_new_pages(tmp_path: Path) -
         site.reset_counts()
         # A recrawl starts from every URL it knows (a sitemap, or the last crawl's list):
         # an unchanged page is dropped before its links are followed.
-        second = crawl(
-            tmp_path, "second", sorted(every), CHANGEWATCH_DATABASE_URL=db, **settings
-        )
+        second = crawl(tmp_path, "second", sorted(every), CHANGEWATCH_DATABASE_URL=db, **settings)
         expected = {site.base + p for p in ["/", "/p20", *(f"/p{i}" for i in edited)]}
         assert set(second["parsed"]) == expected
         assert second["parsed"][site.base + "/p20"]["kind"] == "new"
@@ -121,9 +118,11 @@ def test_second_crawl_parses_exactly_the_changed_and_new_pages(tmp_path: Path) -
         assert _stat(second, "changewatch/unchanged") == n - len(edited)
         assert _stat(second, "changewatch/dropped") == n - len(edited)
         assert _stat(second, "changewatch/errors") == 0
-        assert set(site.counts) == set(site.pages) and site.twice() == {}
+        assert set(site.counts) == set(site.pages)
+        assert site.twice() == {}
 
-        # CHANGEWATCH_UNCHANGED = "pass": every page reaches the spider, with its decision.
+        # CHANGEWATCH_UNCHANGED = "pass": every page reaches the spider, with its decision
+        # (decided in the reactor's thread pool, CHANGEWATCH_THREADED).
         site.reset_counts()
         third = crawl(
             tmp_path,
@@ -131,6 +130,7 @@ def test_second_crawl_parses_exactly_the_changed_and_new_pages(tmp_path: Path) -
             [site.base + "/"],
             CHANGEWATCH_DATABASE_URL=db,
             CHANGEWATCH_UNCHANGED="pass",
+            CHANGEWATCH_THREADED=True,
             **settings,
         )
     assert set(third["parsed"]) == {site.base + path for path in site.pages}
