@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,36 @@ def test_pause_and_resume_with_jobdir_fetches_no_url_twice(tmp_path: Path) -> No
         assert set(site.counts) == set(site.pages)
     assert _stat(second, "changewatch/dupefilter/filtered") > 0
     assert _stat(second, "scheduler/dequeued/disk") > 0  # the paused requests were resumed
+
+
+# -- 4. the example project -------------------------------------------------------------------
+
+
+def test_example_project_extracts_only_changed_pages(tmp_path: Path) -> None:
+    """examples/scrapy_project: items for every page, then only for the pages that changed."""
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "examples" / "scrapy_project", project)
+    n = 8
+    with CountingSite(_site_pages(n, noise=3)) as site:
+        runs = []
+        for run, edited in enumerate((frozenset(), frozenset({1, 6}))):
+            site.pages = _site_pages(n, noise=50 * run + 3, changed=edited)
+            items = project / f"items{run}.jsonl"
+            args = ["crawl", "site", "-a", f"start={site.base}/", "-O", str(items)]
+            args += ["-s", "ROBOTSTXT_OBEY=False", "-s", "DOWNLOAD_DELAY=0"]
+            proc = subprocess.run(
+                [sys.executable, "-m", "scrapy", *args],
+                cwd=project,
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=CRAWL_TIMEOUT_S,
+                check=False,
+            )
+            assert proc.returncode == 0, proc.stderr[-4000:]
+            assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+            runs.append([json.loads(line) for line in items.read_text().splitlines()])
+    assert {item["url"] for item in runs[0]} == {site.base + path for path in site.pages}
+    assert {item["kind"] for item in runs[0]} == {"new"}
+    assert {item["url"] for item in runs[1]} == {f"{site.base}/p1", f"{site.base}/p6"}
+    assert {item["kind"] for item in runs[1]} == {"changed"}
