@@ -12,6 +12,8 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,19 +146,31 @@ def test_second_crawl_parses_exactly_the_changed_and_new_pages(tmp_path: Path) -
 
 
 @pytest.fixture
-def redis_seen_url(request: pytest.FixtureRequest) -> Any:
-    """A Redis Bloom seen-set URL under a key no other test uses; its keys deleted after."""
-    redis = pytest.importorskip("redis")
-    from tests.integration.redis_fixtures import delete_keys, redis_test_url, unique_key
+def redis_seen_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A Redis Bloom seen-set URL under a key no other test uses; its keys deleted after.
 
-    url = redis_test_url()
-    key = unique_key(request.node.name)
-    sep = "&" if "?" in url else "?"
-    yield f"{url}{sep}kind=bloom&capacity=100000&error_rate=0.00001&key={key}"
-    client = redis.Redis.from_url(url)
+    The server is ``CHANGEWATCH_TEST_REDIS_URL`` (default db 15 on 127.0.0.1); without it the
+    test skips, except under ``CI=true``, where it fails.
+    """
+    import redis
+
+    url = os.environ.get("CHANGEWATCH_TEST_REDIS_URL") or DEFAULT_TEST_REDIS_URL
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
     try:
-        delete_keys(client, key)
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        message = f"Redis at {url.rpartition('@')[2]} is unreachable: {exc.__class__.__name__}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    key = f"cwtest:scrapy:{uuid.uuid4().hex[:12]}"
+    sep = "&" if "?" in url else "?"
+    try:
+        yield f"{url}{sep}kind=bloom&capacity=100000&error_rate=0.00001&key={key}"
     finally:
+        for name in client.scan_iter(match=f"{key}*", count=1000):
+            client.delete(name)
         client.close()
 
 
