@@ -314,9 +314,11 @@ def _header(response: Any, name: bytes) -> str | None:
 class ChangewatchMiddleware:
     """Downloader middleware: ``should_parse`` on every HTML response, unchanged ones dropped.
 
-    A ``200`` response whose ``Content-Type`` is ``text/html`` or ``application/xhtml+xml``
-    (without a ``Content-Type``: a Scrapy ``HtmlResponse``) is decided; every other response
-    passes untouched, as does a request with ``meta["dont_changewatch"]``. The decision goes
+    A ``200`` response to a ``GET`` (without a body) whose ``Content-Type`` is ``text/html``
+    or ``application/xhtml+xml`` (without a ``Content-Type``: a Scrapy ``HtmlResponse``) is
+    decided; every other response passes untouched, as does a request with
+    ``meta["dont_changewatch"]``. The store keys pages by URL, so the answer to a POST is not
+    recorded as a version of the page at its URL. The decision goes
     into ``response.meta["changewatch"]`` (:func:`decision_meta`). An ``unchanged`` page
     raises :class:`UnchangedResponse` (``CHANGEWATCH_UNCHANGED = "drop"``, the default) or
     passes with its decision attached (``"pass"``).
@@ -397,6 +399,8 @@ class ChangewatchMiddleware:
     def _wants(self, request: Any, response: Any) -> bool:
         if request.meta.get("dont_changewatch") or response.status != 200:
             return False
+        if request.method.upper() not in URL_KEYED_METHODS or request.body:
+            return False  # the store keys pages by URL; a form's answer is not "the page"
         media = _media_type(response)
         if media is None:
             return isinstance(response, HtmlResponse)

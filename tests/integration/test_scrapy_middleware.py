@@ -93,14 +93,16 @@ def test_changed_and_minor_pages_are_marked(make: Make) -> None:
 
 
 def test_non_html_and_non_200_pass_untouched(make: Make) -> None:
-    """JSON, a 404 and dont_changewatch requests are not decided nor counted."""
+    """JSON, a 404, a POST's answer and dont_changewatch requests are not decided nor counted."""
     middleware, stats = make()
     cases = [
         _response("http://example.com/a.json", b'{"a": 1}', "application/json"),
         _response("http://example.com/missing", PAGE.encode(), status=404),
     ]
     skipped = Request("http://example.com/skip", meta={"dont_changewatch": True})
-    cases.append((skipped, HtmlResponse(skipped.url, body=PAGE.encode(), request=skipped)))
+    posted = Request("http://example.com/search", method="POST", body=b"q=bikes")
+    for request in (skipped, posted):
+        cases.append((request, HtmlResponse(request.url, body=PAGE.encode(), request=request)))
     for request, response in cases:
         assert middleware.process_response(request, response) is response
         assert "changewatch" not in request.meta
