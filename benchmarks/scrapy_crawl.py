@@ -9,7 +9,7 @@
 A fast asyncio HTTP/1.1 server (keep-alive, its own process) serves ``/N`` for N below
 ``--urls``: a tiny HTML page linking to its five children 5N+1…5N+5 (a tree over every URL)
 and to three pages already linked elsewhere (the root, its parent, a pseudo-random page),
-so the duplicate filter sees about eight requests per page, seven of them duplicates. The
+so the duplicate filter sees about four requests per page, three of them duplicates. The
 spider follows every link, extracting them with one regular expression (the spider's own
 cost stays small and equal in every row).
 
