@@ -20,11 +20,8 @@ class SiteSpider(scrapy.Spider):
 
     def __init__(self, start: str = "https://example.com/", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.first = start
+        self.start_urls = [start]
         self.allowed_domains = [urlsplit(start).hostname or ""]
-
-    async def start(self) -> Any:
-        yield scrapy.Request(self.first)
 
     def parse(self, response: Any) -> Iterator[Any]:
         decision = response.meta.get("changewatch") or {}
