@@ -18,6 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
+
+from changewatch.store.migrate import upgrade
 
 from ._site import CountingSite, body_text, render
 
@@ -90,10 +94,26 @@ def _site_pages(n: int, noise: int, changed: frozenset[int] = frozenset()) -> di
     return pages
 
 
-def test_second_crawl_parses_exactly_the_changed_and_new_pages(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The middleware's store: a SQLite file, or a scratch Postgres database migrated to head."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'cw.db'}"
+    url: str = request.getfixturevalue("pg_scratch_url")
+    engine = sa.create_engine(url, poolclass=NullPool)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    return url
+
+
+def test_second_crawl_parses_exactly_the_changed_and_new_pages(
+    tmp_path: Path, store_url: str
+) -> None:
     """Recrawl after 3 edits, 1 new page and fresh noise everywhere: only those 5 are parsed."""
     n = 20
-    db = f"sqlite:///{tmp_path / 'cw.db'}"
+    db = store_url
     settings = {"DUPEFILTER_CLASS": DUPEFILTER, "DOWNLOADER_MIDDLEWARES": MIDDLEWARE}
     with CountingSite(_site_pages(n, noise=1)) as site:
         first = crawl(tmp_path, "first", [site.base + "/"], CHANGEWATCH_DATABASE_URL=db, **settings)
