@@ -2,6 +2,7 @@
 
     python benchmarks/scrapy_dupefilter.py [--urls 200000] [--repeats 3]
     python benchmarks/scrapy_dupefilter.py --quick          # 5,000 URLs, one pass
+    python benchmarks/scrapy_dupefilter.py --memory         # RSS per URL instead
         [--redis redis://127.0.0.1:6379/15]   (or $CHANGEWATCH_BENCH_REDIS_URL)
 
 The request stream is the one ``benchmarks/scrapy_crawl.py`` makes its crawler see: for each
@@ -17,18 +18,23 @@ a new Request per link — and a ``floor`` row times building them alone. Rows:
 
 Figures: median microseconds per ``request_seen`` above the floor over ``--repeats`` passes,
 the ratio to RFPDupeFilter, and the filter's requests answered "new" (a Bloom false positive
-answers "seen" for a page never scheduled). Prints a markdown table.
+answers "seen" for a page never scheduled). ``--memory`` instead feeds ``--urls`` distinct
+requests to each filter in a process of its own and reports the RSS growth above the floor's
+(``ru_maxrss``), per URL and against RFPDupeFilter. Prints a markdown table.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from argparse import ArgumentParser, Namespace
+from argparse import SUPPRESS, ArgumentParser, Namespace
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -69,41 +75,56 @@ def run(make: Callable[[], Any], stream: list[int]) -> tuple[float, int]:
     return elapsed, new
 
 
+ROWS = (
+    "floor: build the Requests",
+    "RFPDupeFilter",
+    "changewatch memory:",
+    "changewatch file Bloom",
+    "changewatch Redis Bloom",
+)
+
+
+def make_filter(name: str, tmp: str, total: int, redis_url: str, keys: list[str]) -> Any:
+    """A fresh filter of row ``name`` (None for the floor); Redis keys are added to ``keys``."""
+    bloom = f"kind=bloom&capacity={total}&error_rate=0.001"
+    if name == "RFPDupeFilter":
+        return RFPDupeFilter()
+    if name == "changewatch memory:":
+        return ChangewatchDupeFilter(open_seen_set("memory:"))
+    if name == "changewatch file Bloom":
+        path = Path(tmp) / f"{uuid.uuid4().hex}.bloom"
+        return ChangewatchDupeFilter(open_seen_set(f"file:{path}?{bloom}"))
+    if name == "changewatch Redis Bloom":
+        keys.append(f"cwbench:dupefilter:{uuid.uuid4().hex[:12]}")
+        sep = "&" if "?" in redis_url else "?"
+        return ChangewatchDupeFilter(open_seen_set(f"{redis_url}{sep}{bloom}&key={keys[-1]}"))
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     total = 5_000 if args.quick else args.urls
     repeats = 1 if args.quick else args.repeats
     redis_url = args.redis or os.environ.get("CHANGEWATCH_BENCH_REDIS_URL") or DEFAULT_REDIS_URL
+    if args.child_memory:
+        return _child_memory(args.child_memory, total, redis_url)
+    if args.memory:
+        return _memory_table(total, args.quick)
     stream = links(total)
-    bloom = f"kind=bloom&capacity={total}&error_rate=0.001"
-    sep = "&" if "?" in redis_url else "?"
     with tempfile.TemporaryDirectory(prefix="cw-dupefilter-bench-") as tmp:
         keys: list[str] = []
-
-        def file_bloom() -> Any:
-            path = Path(tmp) / f"{uuid.uuid4().hex}.bloom"
-            return ChangewatchDupeFilter(open_seen_set(f"file:{path}?{bloom}"))
-
-        def redis_bloom() -> Any:
-            keys.append(f"cwbench:dupefilter:{uuid.uuid4().hex[:12]}")
-            return ChangewatchDupeFilter(open_seen_set(f"{redis_url}{sep}{bloom}&key={keys[-1]}"))
-
-        rows: list[tuple[str, Callable[[], Any]]] = [
-            ("floor: build the Requests", lambda: None),
-            ("RFPDupeFilter", RFPDupeFilter),
-            ("changewatch memory:", lambda: ChangewatchDupeFilter(open_seen_set("memory:"))),
-            ("changewatch file Bloom", file_bloom),
-            ("changewatch Redis Bloom", redis_bloom),
-        ]
         results: dict[str, tuple[float, int]] = {}
         try:
-            for name, make in rows:
-                runs = [run(make, stream) for _ in range(repeats)]
+            for name in ROWS:
+                runs = [
+                    run(lambda n=name: make_filter(n, tmp, total, redis_url, keys), stream)
+                    for _ in range(repeats)
+                ]
                 results[name] = (statistics.median(r[0] for r in runs), runs[0][1])
                 print(f"  {name}: done", file=sys.stderr)
         finally:
             _delete(redis_url, keys)
-    floor = results["floor: build the Requests"][0]
+    floor = results[ROWS[0]][0]
     peer = (results["RFPDupeFilter"][0] - floor) / len(stream)
     print(
         f"\n{len(stream):,} request_seen calls over {total:,} URLs "
@@ -113,12 +134,64 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|")
     print(f"| floor: build the Requests | {floor / len(stream) * 1e6:.2f} (absolute) | | |")
     for name, (seconds, new) in results.items():
-        if name.startswith("floor"):
+        if name == ROWS[0]:
             continue
         cost = (seconds - floor) / len(stream)
         print(f"| {name} | {cost * 1e6:.2f} | {cost / peer:.2f} | {new:,} |")
     if args.quick:
         print("\n(--quick: one pass over a small stream; a smoke test, not a result.)")
+    return 0
+
+
+def _child_memory(name: str, total: int, redis_url: str) -> int:
+    """In a fresh process: RSS before and after ``total`` new requests through one filter."""
+    with tempfile.TemporaryDirectory(prefix="cw-dupefilter-mem-") as tmp:
+        keys: list[str] = []
+        try:
+            dupefilter = make_filter(name, tmp, total, redis_url, keys)
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            for n in range(total):
+                request = Request(f"{BASE}/{n}")
+                if dupefilter is not None:
+                    dupefilter.request_seen(request)
+            after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            if dupefilter is not None:
+                dupefilter.close("finished")
+        finally:
+            _delete(redis_url, keys)
+    print(json.dumps({"before_kib": before, "after_kib": after}))
+    return 0
+
+
+def _memory_table(total: int, quick: bool) -> int:
+    growth: dict[str, float] = {}
+    for name in ROWS:
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--urls",
+                str(total),
+                "--child-memory",
+                name,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        figures = json.loads(out.strip().splitlines()[-1])
+        growth[name] = (figures["after_kib"] - figures["before_kib"]) * 1024
+    floor = growth[ROWS[0]]
+    peer = growth["RFPDupeFilter"] - floor
+    print(f"\nMemory of {total:,} scheduled requests (RSS growth, one process per row)\n")
+    print("| filter | RSS growth MiB above the floor | bytes per URL | × RFPDupeFilter |")
+    print("|---|---:|---:|---:|")
+    print(f"| floor: build the Requests | {floor / 2**20:.1f} (absolute) | | |")
+    for name in ROWS[1:]:
+        extra = max(0.0, growth[name] - floor)
+        print(f"| {name} | {extra / 2**20:.1f} | {extra / total:.0f} | {extra / peer:.3f} |")
+    if quick:
+        print("\n(--quick: small sizes; RSS moves in pages, the figures mean little.)")
     return 0
 
 
@@ -142,6 +215,8 @@ def _parse(argv: list[str] | None) -> Namespace:
     parser.add_argument("--repeats", type=int, default=3, help="passes per row (median)")
     parser.add_argument("--quick", action="store_true", help="5,000 URLs, one pass")
     parser.add_argument("--redis", help=f"Redis server URL (default {DEFAULT_REDIS_URL})")
+    parser.add_argument("--memory", action="store_true", help="RSS per URL instead of time")
+    parser.add_argument("--child-memory", help=SUPPRESS)  # internal: one row's process
     return parser.parse_args(argv)
 
 
