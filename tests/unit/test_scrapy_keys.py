@@ -185,3 +185,15 @@ def test_bad_seen_on_error_setting_is_refused() -> None:
     """CHANGEWATCH_SEEN_ON_ERROR accepts raise or assume-new only."""
     with pytest.raises(ConfigError, match="CHANGEWATCH_SEEN_ON_ERROR"):
         _filter(CHANGEWATCH_SEEN_ON_ERROR="ignore")
+
+
+def test_canon_policy_setting_shapes_the_keys(tmp_path: Path) -> None:
+    """CHANGEWATCH_CANON_POLICY's rules apply to the filter's keys (here: drop_params)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('drop_params = ["ref_src"]\n')
+    dupefilter, _ = _filter(CHANGEWATCH_CANON_POLICY=str(policy))
+    assert dupefilter.request_seen(Request("http://example.com/a?id=1")) is False
+    assert dupefilter.request_seen(Request("http://example.com/a?id=1&ref_src=mail")) is True
+    plain, _ = _filter()
+    assert plain.request_seen(Request("http://example.com/a?id=1")) is False
+    assert plain.request_seen(Request("http://example.com/a?id=1&ref_src=mail")) is False
