@@ -154,6 +154,8 @@ class BloomFilter:
         """Membership of each digest, vectorised (no false negatives)."""
         if not digests:
             return []
+        if len(digests) == 1 and len(digests[0]) == 16:
+            return [digests[0] in self]  # one digest: the scalar path, ~10× cheaper than numpy
         _, byte_index, masks = self._locate(digests)
         return ((self.array[byte_index] & masks) != 0).all(axis=1).tolist()  # type: ignore[no-any-return]
 
@@ -161,6 +163,8 @@ class BloomFilter:
         """``add`` for a batch, vectorised; a digest repeated in the batch is new only once."""
         if not digests:
             return []
+        if len(digests) == 1 and len(digests[0]) == 16:
+            return [self.add(digests[0])]  # one digest (a Scrapy dupefilter's call): scalar path
         data, byte_index, masks = self._locate(digests)
         new = ~((self.array[byte_index] & masks) != 0).all(axis=1)
         if len(digests) > 1 and _has_repeats(data):

@@ -1,0 +1,1 @@
+"""An example Scrapy project that uses changewatch (docs/scrapy.md)."""
