@@ -254,9 +254,9 @@ def test_pause_and_resume_with_jobdir_fetches_no_url_twice(tmp_path: Path) -> No
 
 
 def test_example_project_extracts_only_changed_pages(tmp_path: Path) -> None:
-    """examples/scrapy_project: items for every page, then only for the pages that changed."""
+    """docs/examples/scrapy_project: items for every page, then only for the pages that changed."""
     project = tmp_path / "project"
-    shutil.copytree(REPO / "examples" / "scrapy_project", project)
+    shutil.copytree(REPO / "docs" / "examples" / "scrapy_project", project)
     n = 8
     with CountingSite(_site_pages(n, noise=3)) as site:
         runs = []
