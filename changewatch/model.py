@@ -27,7 +27,7 @@ class Decision:
     digest in hex when the URL-storage policy keeps no URL); ``path`` says how the answer
     was reached: ``"raw"`` (identical bytes, nothing parsed), ``"normalised"`` (same visible
     text), ``"refingerprint"`` (identical bytes of a row stored under older fingerprint
-    rules, re-keyed), ``"simhash"`` or ``"new"``.
+    rules, re-keyed), ``"not-modified"`` (an HTTP 304, no body), ``"simhash"`` or ``"new"``.
     """
 
     kind: DecisionKind

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from changewatch.errors import StoreError
 from changewatch.fingerprint import Fingerprint
 from changewatch.model import Snapshot, Version
+from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days
 from changewatch.store.near import (
     DEFAULT_NEAR_LIMIT,
     NearCandidate,
@@ -39,7 +40,8 @@ from changewatch.store.near import (
     nearest,
     read_candidates,
 )
-from changewatch.store.tables import page_snapshots, page_versions
+from changewatch.store.rates import schedule_values
+from changewatch.store.tables import UTCDateTime, page_snapshots, page_versions
 
 __all__ = [
     "Change",
@@ -115,6 +117,8 @@ class Change:
 
 # The unchanged-bytes fast path of a single page as one statement: count the fetch only where
 # the stored raw hash (and fingerprint version) still equal the page's, and return the row.
+_NOW = bindparam("now", type_=UTCDateTime())
+_B_NOW = bindparam("b_now", type_=UTCDateTime())
 _FAST_TOUCH = (
     sa.update(page_snapshots)
     .where(
@@ -123,10 +127,11 @@ _FAST_TOUCH = (
         _SNAP.fingerprint_version == bindparam("fpv"),
     )
     .values(
-        last_seen=bindparam("now"),
+        last_seen=_NOW,
         fetch_count=_SNAP.fetch_count + 1,
         etag=func.coalesce(bindparam("etag", type_=sa.Text), _SNAP.etag),
         last_modified=func.coalesce(bindparam("lm", type_=sa.Text), _SNAP.last_modified),
+        **schedule_values(_NOW, changed=False),
     )
     .returning(_SNAP.content_sha256, _SNAP.simhash, _SNAP.version_count)
 )
@@ -162,6 +167,11 @@ class StoreTransaction:
         self._conn = conn
         self._dialect = dialect
         self._database_url = database_url
+
+    @property
+    def connection(self) -> Connection:
+        """The transaction's connection, for statements kept in other store modules."""
+        return self._conn
 
     def lookup(self, digests: Sequence[bytes]) -> dict[bytes, Snapshot]:
         """The stored snapshots of these pages, keyed by URL digest."""
@@ -248,6 +258,9 @@ class StoreTransaction:
                 "fetch_count": 1,
                 "etag": p.etag,
                 "last_modified": p.last_modified,
+                "change_count": 0,
+                "change_rate": DEFAULT_PRIOR_RATE_PER_DAY,
+                "due_at": now + timedelta(days=due_in_days(DEFAULT_PRIOR_RATE_PER_DAY)),
             }
             for p in pages
         ]
@@ -300,10 +313,11 @@ class StoreTransaction:
             raise WriteConflict("a page was changed by another worker")
 
 
-def _snapshot_update(**extra: Any) -> sa.Update:
+def _snapshot_update(extra: dict[str, Any] | None = None, *, changed: bool = False) -> sa.Update:
     """A conditional UPDATE of one snapshot: only where ``version_count`` is still what was
     read. Counts the fetch, moves ``last_seen``, keeps the latest raw hash and HTTP
-    validators, and sets the ``extra`` columns."""
+    validators, re-estimates the change rate (``changed``: this fetch saw a change) and sets
+    the ``extra`` columns."""
     return (
         sa.update(page_snapshots)
         .where(
@@ -311,12 +325,13 @@ def _snapshot_update(**extra: Any) -> sa.Update:
             _SNAP.version_count == bindparam("b_expected"),
         )
         .values(
-            last_seen=bindparam("b_now"),
+            last_seen=_B_NOW,
             fetch_count=_SNAP.fetch_count + 1,
             raw_sha256=bindparam("b_raw"),
             etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
             last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
-            **extra,
+            **schedule_values(_B_NOW, changed=changed),
+            **(extra or {}),
         )
     )
 
@@ -328,11 +343,14 @@ _NEW_FINGERPRINT = {
     "fingerprint_version": bindparam("b_fpv"),
 }
 _TOUCH = _snapshot_update()
-_REKEY = _snapshot_update(**_NEW_FINGERPRINT)
+_REKEY = _snapshot_update(_NEW_FINGERPRINT)
 _CHANGE = _snapshot_update(
-    last_changed=bindparam("b_now"),
-    version_count=_SNAP.version_count + 1,
-    **_NEW_FINGERPRINT,
+    {
+        "last_changed": bindparam("b_now"),
+        "version_count": _SNAP.version_count + 1,
+        **_NEW_FINGERPRINT,
+    },
+    changed=True,
 )
 
 
