@@ -1,0 +1,127 @@
+"""Change-rate estimates kept on every write, and ``due`` (both dialects)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+import sqlalchemy as sa
+
+from changewatch import ChangeWatch
+from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, change_rate, due_in_days
+from changewatch.store.schedule import due_full_scan
+from changewatch.store.tables import page_snapshots
+
+from ._pages import long_page, rewrite, snapshot
+
+if TYPE_CHECKING:
+    from conftest import Clock
+
+DAY_S = 86_400.0
+
+
+def _visit(watch: ChangeWatch, clock: Clock, url: str, pattern: str, every_s: float) -> bytes:
+    """Fetch ``url`` once per character of ``pattern``: ``c`` a new text, ``.`` the same."""
+    seed = 0
+    digest = b""
+    for i, step in enumerate(pattern):
+        if i:
+            clock.advance(every_s)
+        seed += step == "c"
+        digest = watch.should_parse(url, rewrite(seed)).url_digest
+    return digest
+
+
+@pytest.mark.parametrize("pattern", ["n", "n....", "nc.c.", "ncccc", "n.c..c..c", "n" + "." * 20])
+def test_stored_rate_equals_the_estimator(watch: ChangeWatch, clock: Clock, pattern: str) -> None:
+    """The rate written in SQL on every path equals change_rate(n, X, span) in Python."""
+    first = clock.now
+    digest = _visit(watch, clock, "https://example.com/p", pattern, 0.5 * DAY_S)
+    row = snapshot(watch, digest)
+    n, x = len(pattern) - 1, pattern.count("c")
+    assert (row.fetch_count - 1, row.change_count) == (n, x)
+    expected = change_rate(n, x, (clock.now - first) / timedelta(days=1))
+    assert row.change_rate == pytest.approx(expected, rel=1e-9)
+    due_at = row.last_seen + timedelta(days=due_in_days(expected))
+    assert abs((row.due_at - due_at).total_seconds()) < 0.01
+
+
+def test_not_modified_and_fast_path_update_the_estimate(watch: ChangeWatch, clock: Clock) -> None:
+    """Raw fast-path hits and 304s count as fetches without change in the estimate."""
+    url = "https://example.com/q"
+    d = watch.should_parse(url, long_page())
+    assert snapshot(watch, d.url_digest).change_rate == DEFAULT_PRIOR_RATE_PER_DAY
+    clock.advance(DAY_S)
+    assert watch.should_parse(url, long_page()).path == "raw"
+    clock.advance(DAY_S)
+    assert watch.should_parse(url, None, status=304).path == "not-modified"
+    row = snapshot(watch, d.url_digest)
+    assert row.change_rate == pytest.approx(change_rate(2, 0, 2.0))
+    assert row.change_rate == pytest.approx(math.log(2.5 / 2.0))  # half a change in 2 days
+
+
+def test_due_orders_by_probability(make_watch: Callable[..., ChangeWatch], clock: Clock) -> None:
+    """due() lists the pages most likely changed first, with rate, probability and expectation."""
+    watch = make_watch()
+    start = clock.now
+    # Fetched every 6 hours for 3 days: "hot" changes every time, "warm" every other time,
+    # "cold" never. Then all are left alone for a day.
+    hot = _visit(watch, clock, "https://a.example/hot", "n" + "c" * 12, 6 * 3600)
+    clock.now = start
+    warm = _visit(watch, clock, "https://a.example/warm", "n" + "c." * 6, 6 * 3600)
+    clock.now = start
+    cold = _visit(watch, clock, "https://b.example/cold", "n" + "." * 12, 6 * 3600)
+    clock.advance(DAY_S)
+    pages = watch.due(10)
+    assert [p.url_digest for p in pages] == [hot, warm, cold]
+    assert [p.host for p in pages] == ["a.example", "a.example", "b.example"]
+    top = pages[0]
+    assert top.url == "https://a.example/hot"
+    assert top.rate_per_day == pytest.approx(change_rate(12, 12, 3.0))
+    assert top.expected_changes == pytest.approx(top.rate_per_day * 1.0)
+    assert top.probability == pytest.approx(-math.expm1(-top.expected_changes))
+    assert pages[0].probability > pages[1].probability > pages[2].probability
+    assert [p.url_digest for p in watch.due(1)] == [hot]
+    assert [p.url_digest for p in watch.due(10, host="b.example")] == [cold]
+    assert watch.due(10, host="nowhere.example") == []
+    assert watch.due(0) == []
+    with pytest.raises(ValueError, match="limit"):
+        watch.due(-1)
+    # An explicit now: right after the last fetches nothing has had time to change.
+    assert all(p.probability == 0.0 for p in watch.due(10, now=clock.now - timedelta(days=1)))
+    # The index-driven answer equals the full scan here.
+    assert watch.due(3) == due_full_scan(watch.store, clock.now, 3)
+
+
+def test_due_on_an_empty_store(watch: ChangeWatch) -> None:
+    """due() on an empty store is an empty list."""
+    assert watch.due(5) == []
+
+
+def test_due_uses_the_due_at_index_on_postgres(watch: ChangeWatch, dialect: str) -> None:
+    """On Postgres with many rows, the due query is an index scan on due_at, not a sort of all."""
+    if dialect != "postgres":
+        pytest.skip("EXPLAIN plans are checked on Postgres")
+    watch.should_parse_many(
+        [(f"https://h{i % 50}.example/{i}", f"<p>page {i}</p>") for i in range(5000)]
+    )
+    with watch.store.engine.begin() as conn:
+        conn.execute(sa.text("ANALYZE page_snapshots"))
+        stmt = (
+            sa.select(page_snapshots.c.url)
+            .where(page_snapshots.c.due_at.is_not(None))
+            .order_by(page_snapshots.c.due_at)
+            .limit(40)
+        )
+        compiled = stmt.compile(conn, compile_kwargs={"literal_binds": True})
+        plan = "\n".join(r[0] for r in conn.execute(sa.text(f"EXPLAIN {compiled}")))
+        by_host = stmt.where(page_snapshots.c.host == "h7.example").compile(
+            conn, compile_kwargs={"literal_binds": True}
+        )
+        host_plan = "\n".join(r[0] for r in conn.execute(sa.text(f"EXPLAIN {by_host}")))
+    assert "ix_page_snapshots_due_at" in plan, plan
+    assert "Sort" not in plan, plan
+    assert "Seq Scan" not in host_plan, host_plan  # which host index depends on the statistics
