@@ -12,8 +12,8 @@ per page per day, on average) on the pages it chooses:
   365 days), starting at the fixed interval; the pages whose next fetch time is earliest go
   first (so the budget is always spent, as for the others);
 * ``changewatch due`` — the library's own code: :func:`changewatch.schedule.change_rate` on
-  the counters the store keeps, ``due_at`` candidates (4 × the fetches of the hour, earliest
-  first, as :func:`changewatch.store.schedule.due` reads them) ranked by
+  the counters the store keeps; per :func:`changewatch.schedule.rate_band`, the pages fetched
+  longest ago (as :func:`changewatch.store.schedule.due` reads them), ranked by
   :func:`changewatch.schedule.rank_due`;
 * ``changewatch, full ranking`` — the same estimate, every page ranked (what a full scan gives);
 * ``oracle rates`` — the same ranking with the true rates: the ceiling for this ordering.
@@ -40,13 +40,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from changewatch.schedule import change_rate, due_in_days, rank_due
+from changewatch.schedule import change_rate, rank_due, rate_band
 
 MIN_RATE, MAX_RATE = 1 / 30, 24.0  # changes per day: monthly … hourly
 TICKS_PER_DAY = 24
 NUTCH_INC, NUTCH_DEC = 0.4, 0.2  # db.fetch.schedule.adaptive.inc_rate / dec_rate
 NUTCH_MIN_DAYS, NUTCH_MAX_DAYS = 60 / 86_400, 365.0  # adaptive.min_interval / max_interval
-CANDIDATE_FACTOR = 4  # as DEFAULT_DUE_CANDIDATE_FACTOR in changewatch.store.schedule
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -88,10 +87,16 @@ def _rank(pages: list[Page], now: float, k: int, ids: list[int], rates: list[flo
 
 
 def changewatch_due(pages: list[Page], now: float, k: int) -> list[int]:
-    """Candidates by earliest due_at, ranked by probability: what ``due`` does."""
+    """Per rate band the k pages fetched longest ago, ranked by probability: what ``due`` does."""
     rates = [_estimate(p) for p in pages]
-    due_at = [p.last_fetch + due_in_days(r) for p, r in zip(pages, rates, strict=True)]
-    ids = heapq.nsmallest(k * CANDIDATE_FACTOR, range(len(pages)), key=lambda i: (due_at[i], i))
+    bands: dict[int, list[int]] = {}
+    for i, r in enumerate(rates):
+        bands.setdefault(rate_band(r), []).append(i)
+    ids = [
+        i
+        for members in bands.values()
+        for i in heapq.nsmallest(k, members, key=lambda i: (pages[i].last_fetch, i))
+    ]
     return _rank(pages, now, k, ids, [rates[i] for i in ids])
 
 

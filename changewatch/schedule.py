@@ -28,9 +28,11 @@ Priors, because the estimator has nothing to say in two cases:
   unchanged, the more rarely it is re-checked, but never never.
 
 The probability that a page changed since its last fetch is ``1 − e^(−r̂·Δt)``. Ordering by
-it is ordering by ``r̂·Δt``, which no index can serve for every ``now``; so each row also
-stores ``due_at``, the time its probability reaches :data:`DUE_PROBABILITY` — see
-:func:`due_in_days` and :mod:`changewatch.store.schedule`.
+it is ordering by ``r̂·Δt``, which no single index can serve for every ``now``; so each row
+also stores its :func:`rate_band` (rates within a factor √2 share a band), under which
+``last_seen`` order *is* the order of ``r̂·Δt`` to within that factor — see
+:mod:`changewatch.store.schedule`. ``due_at``, the time the probability reaches
+:data:`DUE_PROBABILITY`, is stored too, for people querying the table.
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ __all__ = [
     "DAY_S",
     "DEFAULT_PRIOR_RATE_PER_DAY",
     "DUE_PROBABILITY",
+    "RATE_BAND_FACTOR",
     "DuePage",
     "change_probability",
     "change_rate",
     "due_in_days",
     "rank_due",
+    "rate_band",
 ]
 
 #: Seconds in a day: rates are per day.
@@ -60,6 +64,12 @@ DEFAULT_PRIOR_RATE_PER_DAY = 1.0
 DUE_PROBABILITY = 0.5
 #: Changes counted for a page that never changed (see the module docstring).
 NEVER_CHANGED_PRIOR = 0.5
+#: Rate bands per doubling of the rate: a band spans a factor 2 ** (1 / 2) ≈ 1.41.
+RATE_BANDS_PER_DOUBLING = 2
+#: The ratio of the highest to the lowest rate of a band.
+RATE_BAND_FACTOR = 2 ** (1 / RATE_BANDS_PER_DOUBLING)
+#: Bands outside these are clamped (rates from 2**-20 ≈ 1e-6 to 2**20 ≈ 1e6 per day).
+MIN_RATE_BAND, MAX_RATE_BAND = -40, 40
 
 
 def change_rate(
@@ -112,6 +122,21 @@ def due_in_days(rate_per_day: float, probability: float = DUE_PROBABILITY) -> fl
     if rate_per_day <= 0:
         raise ValueError(f"rate_per_day must be positive, got {rate_per_day!r}")
     return -math.log1p(-probability) / rate_per_day
+
+
+def rate_band(rate_per_day: float) -> int:
+    """The band of a rate: ``floor(2·log2 r)``, clamped to ``MIN_RATE_BAND..MAX_RATE_BAND``.
+
+    Rates in band ``b`` lie in ``[2**(b/2), 2**((b+1)/2))`` changes per day.
+
+    >>> rate_band(1.0), rate_band(1.4), rate_band(1.5), rate_band(0.5), rate_band(0.0)
+    (0, 0, 1, -2, -40)
+    """
+    if rate_per_day <= 0:
+        return MIN_RATE_BAND
+    # The same arithmetic as the SQL in changewatch.store.rates, so both give the same band.
+    band = math.floor(RATE_BANDS_PER_DOUBLING * math.log(rate_per_day) / math.log(2.0))
+    return min(max(band, MIN_RATE_BAND), MAX_RATE_BAND)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,17 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 
-from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, DUE_PROBABILITY, NEVER_CHANGED_PRIOR
+from changewatch.schedule import (
+    DEFAULT_PRIOR_RATE_PER_DAY,
+    DUE_PROBABILITY,
+    MAX_RATE_BAND,
+    MIN_RATE_BAND,
+    NEVER_CHANGED_PRIOR,
+    RATE_BANDS_PER_DOUBLING,
+)
 from changewatch.store.tables import UTCDateTime, page_snapshots
 
-__all__ = ["AddDays", "DaysBetween", "rate_expr", "schedule_values"]
+__all__ = ["AddDays", "DaysBetween", "band_expr", "rate_expr", "schedule_values"]
 
 _SNAP = page_snapshots.c
 #: −ln(1 − DUE_PROBABILITY): the expected changes at which a page falls due.
@@ -95,6 +102,19 @@ def rate_expr(
     )
 
 
+def band_expr(rate: ColumnElement[Any]) -> ColumnElement[int]:
+    """SQL for :func:`changewatch.schedule.rate_band` of a (positive) rate expression."""
+    raw = sa.func.floor(
+        sa.literal(float(RATE_BANDS_PER_DOUBLING)) * sa.func.ln(rate) / sa.func.ln(2.0)
+    )
+    clamped = sa.case(
+        (raw < MIN_RATE_BAND, sa.literal(MIN_RATE_BAND)),
+        (raw > MAX_RATE_BAND, sa.literal(MAX_RATE_BAND)),
+        else_=raw,
+    )
+    return sa.cast(clamped, sa.SmallInteger)
+
+
 def schedule_values(now: ColumnElement[Any], *, changed: bool) -> dict[str, Any]:
     """``SET`` values of an ``UPDATE`` of one fetch: counts, rate and ``due_at`` after it.
 
@@ -107,6 +127,7 @@ def schedule_values(now: ColumnElement[Any], *, changed: bool) -> dict[str, Any]
     values: dict[str, Any] = {
         "change_rate": rate,
         "due_at": AddDays(now, sa.literal(_DUE_EXPECTED) / rate),
+        "rate_band": band_expr(rate),
     }
     if changed:
         values["change_count"] = changes

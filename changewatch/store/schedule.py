@@ -1,18 +1,21 @@
 """Store queries for conditional GET and recrawl scheduling: validators, 304s, ``due``.
 
-``due`` reads candidates through an index instead of scoring every page. Ordering by the
-probability of a change, ``1 − e^(−r·Δt)``, is ordering by ``r·(now − last_seen)``: a line
-of a different slope per page, which no B-tree can keep sorted for every ``now``. So every
-write also stores ``due_at = last_seen + ln 2 / r``, the moment that page's probability
-reaches 0.5, under an index (and one on ``(host, due_at)``). ``due(limit)`` reads the
-``limit × DEFAULT_DUE_CANDIDATE_FACTOR`` rows with the earliest ``due_at`` — an index range
-scan, whatever the table size — and orders those by their exact probability at ``now``.
+``due`` reads a bounded number of rows through an index instead of scoring every page.
+Ordering by the probability of a change, ``1 − e^(−r·Δt)``, is ordering by the expected
+changes ``r·(now − last_seen)``: a line of a different slope per page, which no B-tree can
+keep sorted for every ``now``. But among pages of (nearly) the same rate it *is* the order of
+``last_seen``. So every write also stores the rate's band (:func:`changewatch.schedule.rate_band`:
+rates within a factor √2 share one), indexed as ``(rate_band, last_seen)`` and
+``(host, rate_band, last_seen)``. ``due(limit)`` is one statement: for each band, the
+``limit`` pages fetched longest ago (an index range scan each), then, over those candidates
+only, ``ORDER BY`` the expected changes at ``now``, ``LIMIT limit``. At most
+``bands × limit`` rows are read, whatever the table size.
 
-The answer is exact in what it returns (each page's probability and expected changes at
-``now``) and in the order of the pages returned; it can differ from a full scan only in
-*which* pages make the cut: a page with a high rate whose ``due_at`` is later than those of
-the candidates read can have a higher probability now than the last page returned (rates
-differ, so the lines cross). benchmarks/due.py measures the overlap with the full-scan answer.
+What that guarantees: the probabilities, expected changes and order of the pages returned are
+exact, and any page left out has at most √2 times the expected changes of the last page
+returned — in a band whose ``limit`` oldest pages were all read, each of those has a rate at
+least 1/√2 of the left-out page's and has waited at least as long. (A full scan is exact;
+:func:`due_full_scan` is kept as the reference, and benchmarks/due.py measures both.)
 """
 
 from __future__ import annotations
@@ -24,21 +27,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import bindparam
 
-from changewatch.schedule import DuePage, rank_due
-from changewatch.store.rates import schedule_values
+from changewatch.schedule import MAX_RATE_BAND, MIN_RATE_BAND, DuePage, rank_due
+from changewatch.store.rates import DaysBetween, schedule_values
 from changewatch.store.store import RawHit, SnapshotStore, _translate
 from changewatch.store.tables import UTCDateTime, page_snapshots
 
 __all__ = [
-    "DEFAULT_DUE_CANDIDATE_FACTOR",
     "due",
     "due_full_scan",
     "touch_not_modified",
     "validators_of",
 ]
-
-#: Candidates read per page asked for, in due_at order, before ranking by probability.
-DEFAULT_DUE_CANDIDATE_FACTOR = 4
 
 _SNAP = page_snapshots.c
 _NOW = bindparam("now", type_=UTCDateTime())
@@ -90,22 +89,70 @@ def validators_of(store: SnapshotStore, digest: bytes) -> tuple[str | None, str 
     return None if row is None else (row[0], row[1])
 
 
-def due(
-    store: SnapshotStore,
-    now: datetime,
-    limit: int,
-    host: str | None = None,
-    candidate_factor: int = DEFAULT_DUE_CANDIDATE_FACTOR,
-) -> list[DuePage]:
-    """The ``limit`` pages most likely changed since their last fetch, via the due_at index."""
+def _union_candidates(host: bool) -> sa.Subquery:
+    """Per rate band, the ``:limit`` pages fetched longest ago: one UNION branch per band
+    (SQLite, which has no LATERAL)."""
+    branches = []
+    for band in range(MIN_RATE_BAND, MAX_RATE_BAND + 1):
+        branch = sa.select(*_CANDIDATE_COLUMNS).where(
+            _SNAP.rate_band == sa.literal_column(str(band))
+        )
+        if host:
+            branch = branch.where(_SNAP.host == bindparam("host"))
+        # Each branch in its own subquery: SQLite allows no ORDER BY/LIMIT inside a UNION.
+        inner = branch.order_by(_SNAP.last_seen).limit(bindparam("limit")).subquery()
+        branches.append(sa.select(inner))
+    return sa.union_all(*branches).subquery("candidates")
+
+
+def _lateral_candidates(host: bool) -> sa.Subquery:
+    """The same as one LATERAL subquery run per band (Postgres): planned once, not 81 times."""
+    bands = (
+        sa.func.generate_series(
+            sa.literal_column(str(MIN_RATE_BAND)), sa.literal_column(str(MAX_RATE_BAND))
+        )
+        .table_valued("band")
+        .render_derived(name="bands")
+    )
+    branch = sa.select(*_CANDIDATE_COLUMNS).where(_SNAP.rate_band == bands.c.band)
+    if host:
+        branch = branch.where(_SNAP.host == bindparam("host"))
+    per_band = branch.order_by(_SNAP.last_seen).limit(bindparam("limit")).lateral("per_band")
+    return (
+        sa.select(*per_band.c).select_from(bands).join(per_band, sa.true()).subquery("candidates")
+    )
+
+
+def _due_statement(candidates: sa.Subquery) -> sa.Select[Any]:
+    """The top ``:limit`` candidates by expected changes at ``:now``."""
+    expected = candidates.c.change_rate * DaysBetween(candidates.c.last_seen, _NOW)
+    return (
+        sa.select(*(candidates.c[c.name] for c in _CANDIDATE_COLUMNS))
+        .order_by(expected.desc(), candidates.c.last_seen, candidates.c.url_digest)
+        .limit(bindparam("limit"))
+    )
+
+
+# (dialect is Postgres, one host) -> statement
+_DUE = {
+    (lateral, host): _due_statement(
+        _lateral_candidates(host) if lateral else _union_candidates(host)
+    )
+    for lateral in (False, True)
+    for host in (False, True)
+}
+
+
+def due(store: SnapshotStore, now: datetime, limit: int, host: str | None = None) -> list[DuePage]:
+    """The ``limit`` pages most likely changed since their last fetch, via the band index."""
     if limit <= 0:
         return []
-    stmt = sa.select(*_CANDIDATE_COLUMNS).where(_SNAP.due_at.is_not(None))
+    params: dict[str, Any] = {"now": now, "limit": limit}
     if host is not None:
-        stmt = stmt.where(_SNAP.host == host)
-    stmt = stmt.order_by(_SNAP.due_at).limit(limit * max(candidate_factor, 1))
+        params["host"] = host
+    stmt = _DUE[store.dialect == "postgresql", host is not None]
     with _translate(store.database_url), store.engine.connect() as conn:
-        rows = conn.execute(stmt).all()
+        rows = conn.execute(stmt, params).all()
     return rank_due(_candidates(rows), now, limit)
 
 
@@ -117,8 +164,6 @@ def due_full_scan(
     Orders by ``change_rate × (now − last_seen)`` in SQL, which sorts like the probability.
     For benchmarks and tests; it reads the whole table.
     """
-    from changewatch.store.rates import DaysBetween
-
     expected = _SNAP.change_rate * DaysBetween(_SNAP.last_seen, _NOW)
     stmt = sa.select(*_CANDIDATE_COLUMNS).where(_SNAP.change_rate.is_not(None))
     if host is not None:

@@ -30,7 +30,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from changewatch.errors import StoreError
 from changewatch.fingerprint import Fingerprint
 from changewatch.model import Snapshot, Version
-from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days
+from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days, rate_band
 from changewatch.store.near import (
     DEFAULT_NEAR_LIMIT,
     NearCandidate,
@@ -261,6 +261,7 @@ class StoreTransaction:
                 "change_count": 0,
                 "change_rate": DEFAULT_PRIOR_RATE_PER_DAY,
                 "due_at": now + timedelta(days=due_in_days(DEFAULT_PRIOR_RATE_PER_DAY)),
+                "rate_band": rate_band(DEFAULT_PRIOR_RATE_PER_DAY),
             }
             for p in pages
         ]

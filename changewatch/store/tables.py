@@ -245,15 +245,30 @@ page_snapshots = Table(
         nullable=True,
         comment="when the probability of a change since last_seen reaches 0.5",
     ),
+    Column(
+        "rate_band",
+        SmallInteger,
+        nullable=True,
+        comment="floor(2 * log2(change_rate)): rates within a factor 1.41 share a band",
+    ),
     CheckConstraint("version_count >= 1", name="version_count_positive"),
     CheckConstraint("fetch_count >= version_count", name="fetches_cover_versions"),
     comment="One row per canonical URL: its current fingerprint and crawl counters.",
 )
 Index("ix_page_snapshots_content_sha256", page_snapshots.c.content_sha256)
 Index("ix_page_snapshots_host", page_snapshots.c.host)
-# due(): the next candidates in due_at order, for all hosts or one (migration 0005).
-Index("ix_page_snapshots_due_at", page_snapshots.c.due_at)
-Index("ix_page_snapshots_host_due_at", page_snapshots.c.host, page_snapshots.c.due_at)
+# due(): per rate band, the pages fetched longest ago, for all hosts or one (migration 0005).
+Index(
+    "ix_page_snapshots_rate_band_last_seen",
+    page_snapshots.c.rate_band,
+    page_snapshots.c.last_seen,
+)
+Index(
+    "ix_page_snapshots_host_rate_band_last_seen",
+    page_snapshots.c.host,
+    page_snapshots.c.rate_band,
+    page_snapshots.c.last_seen,
+)
 # The four SimHash bands, as expression indexes (migration 0002); see simhash_band_expr.
 for _band, _name in enumerate(simhash_band_index_names()):
     Index(_name, simhash_band_expr(page_snapshots.c.simhash, _band))

@@ -1,11 +1,12 @@
 """Recrawl scheduling columns on page_snapshots, and the optional page_texts table.
 
-``change_count`` (X of the change-rate estimator), ``change_rate`` (changes per day) and
-``due_at`` (when a change since ``last_seen`` becomes more likely than not) are kept on every
-write (see :mod:`changewatch.schedule`). Existing rows are back-filled from their counters:
-each version after the first was one fetch that saw a change, and the estimate is taken as of
-the row's ``last_seen``. Columns are added with ``op.add_column`` only (no table rebuild:
-SQLite views may depend on ``page_snapshots``).
+``change_count`` (X of the change-rate estimator), ``change_rate`` (changes per day),
+``due_at`` (when a change since ``last_seen`` becomes more likely than not) and ``rate_band``
+(the rate's half-octave, indexed with ``last_seen`` for ``due``) are kept on every write (see
+:mod:`changewatch.schedule` and :mod:`changewatch.store.schedule`). Existing rows are
+back-filled from their counters: each version after the first was one fetch that saw a change,
+and the estimate is taken as of the row's ``last_seen``. Columns are added with
+``op.add_column`` only (no table rebuild: SQLite views may depend on ``page_snapshots``).
 
 ``page_texts`` keeps the zstd-compressed normalised text once per content hash, for
 ``changewatch diff``; it is written only when ``store_text`` is on.
@@ -24,7 +25,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from changewatch.schedule import DUE_PROBABILITY
-from changewatch.store.rates import AddDays, rate_expr
+from changewatch.store.rates import AddDays, band_expr, rate_expr
 from changewatch.store.tables import UTCDateTime
 
 revision: str = "0005"
@@ -63,6 +64,15 @@ def upgrade() -> None:
             comment="when the probability of a change since last_seen reaches 0.5",
         ),
     )
+    op.add_column(
+        "page_snapshots",
+        sa.Column(
+            "rate_band",
+            sa.SmallInteger(),
+            nullable=True,
+            comment="floor(2 * log2(change_rate)): rates within a factor 1.41 share a band",
+        ),
+    )
     snap = sa.table(
         "page_snapshots",
         sa.column("version_count", sa.Integer()),
@@ -70,6 +80,7 @@ def upgrade() -> None:
         sa.column("change_count", sa.Integer()),
         sa.column("change_rate", sa.Float()),
         sa.column("due_at", UTCDateTime()),
+        sa.column("rate_band", sa.SmallInteger()),
         sa.column("first_seen", UTCDateTime()),
         sa.column("last_seen", UTCDateTime()),
     )
@@ -78,9 +89,15 @@ def upgrade() -> None:
     rate = rate_expr(c.fetch_count - 1, c.change_count, c.first_seen, c.last_seen)
     op.execute(snap.update().values(change_rate=rate))
     due = AddDays(snap.c.last_seen, sa.literal(-math.log1p(-DUE_PROBABILITY)) / snap.c.change_rate)
-    op.execute(snap.update().values(due_at=due))
-    op.create_index("ix_page_snapshots_due_at", "page_snapshots", ["due_at"])
-    op.create_index("ix_page_snapshots_host_due_at", "page_snapshots", ["host", "due_at"])
+    op.execute(snap.update().values(due_at=due, rate_band=band_expr(c.change_rate)))
+    op.create_index(
+        "ix_page_snapshots_rate_band_last_seen", "page_snapshots", ["rate_band", "last_seen"]
+    )
+    op.create_index(
+        "ix_page_snapshots_host_rate_band_last_seen",
+        "page_snapshots",
+        ["host", "rate_band", "last_seen"],
+    )
     op.create_table(
         "page_texts",
         sa.Column(
@@ -109,8 +126,9 @@ def upgrade() -> None:
 def downgrade() -> None:
     """Drop page_texts and the scheduling columns (their values are derived: nothing is lost)."""
     op.drop_table("page_texts")
-    op.drop_index("ix_page_snapshots_host_due_at", table_name="page_snapshots")
-    op.drop_index("ix_page_snapshots_due_at", table_name="page_snapshots")
+    op.drop_index("ix_page_snapshots_host_rate_band_last_seen", table_name="page_snapshots")
+    op.drop_index("ix_page_snapshots_rate_band_last_seen", table_name="page_snapshots")
+    op.drop_column("page_snapshots", "rate_band")
     op.drop_column("page_snapshots", "due_at")
     op.drop_column("page_snapshots", "change_rate")
     op.drop_column("page_snapshots", "change_count")

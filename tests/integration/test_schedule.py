@@ -11,9 +11,14 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch
-from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, change_rate, due_in_days
-from changewatch.store.schedule import due_full_scan
-from changewatch.store.tables import page_snapshots
+from changewatch.schedule import (
+    DEFAULT_PRIOR_RATE_PER_DAY,
+    RATE_BAND_FACTOR,
+    change_rate,
+    due_in_days,
+    rate_band,
+)
+from changewatch.store.schedule import _DUE, due_full_scan
 
 from ._pages import long_page, rewrite, snapshot
 
@@ -47,6 +52,7 @@ def test_stored_rate_equals_the_estimator(watch: ChangeWatch, clock: Clock, patt
     assert row.change_rate == pytest.approx(expected, rel=1e-9)
     due_at = row.last_seen + timedelta(days=due_in_days(expected))
     assert abs((row.due_at - due_at).total_seconds()) < 0.01
+    assert row.rate_band == rate_band(row.change_rate)
 
 
 def test_not_modified_and_fast_path_update_the_estimate(watch: ChangeWatch, clock: Clock) -> None:
@@ -101,8 +107,28 @@ def test_due_on_an_empty_store(watch: ChangeWatch) -> None:
     assert watch.due(5) == []
 
 
-def test_due_uses_the_due_at_index_on_postgres(watch: ChangeWatch, dialect: str) -> None:
-    """On Postgres with many rows, the due query is an index scan on due_at, not a sort of all."""
+def test_due_within_the_band_guarantee(watch: ChangeWatch, clock: Clock) -> None:
+    """With more pages than the limit, due() returns the exact top or pages within √2 of it."""
+    start = clock.now
+    for i in range(60):
+        clock.now = start + timedelta(hours=i)
+        # Pages alternate between changing every fetch and never, at staggered times.
+        _visit(watch, clock, f"https://c.example/{i}", "n" + ("c" if i % 2 else ".") * 4, 3600 * 7)
+    clock.now = start + timedelta(days=5)
+    got = watch.due(10)
+    exact = due_full_scan(watch.store, clock.now, 10)
+    assert [p.probability for p in got] == sorted((p.probability for p in got), reverse=True)
+    floor = got[-1].expected_changes
+    missed = {p.url_digest for p in exact} - {p.url_digest for p in got}
+    assert all(
+        p.expected_changes <= RATE_BAND_FACTOR * floor * (1 + 1e-9)
+        for p in exact
+        if p.url_digest in missed
+    )
+
+
+def test_due_reads_through_the_band_index_on_postgres(watch: ChangeWatch, dialect: str) -> None:
+    """On Postgres the due statement reads per-band index ranges, never the whole table."""
     if dialect != "postgres":
         pytest.skip("EXPLAIN plans are checked on Postgres")
     watch.should_parse_many(
@@ -110,18 +136,15 @@ def test_due_uses_the_due_at_index_on_postgres(watch: ChangeWatch, dialect: str)
     )
     with watch.store.engine.begin() as conn:
         conn.execute(sa.text("ANALYZE page_snapshots"))
-        stmt = (
-            sa.select(page_snapshots.c.url)
-            .where(page_snapshots.c.due_at.is_not(None))
-            .order_by(page_snapshots.c.due_at)
-            .limit(40)
-        )
-        compiled = stmt.compile(conn, compile_kwargs={"literal_binds": True})
-        plan = "\n".join(r[0] for r in conn.execute(sa.text(f"EXPLAIN {compiled}")))
-        by_host = stmt.where(page_snapshots.c.host == "h7.example").compile(
-            conn, compile_kwargs={"literal_binds": True}
-        )
-        host_plan = "\n".join(r[0] for r in conn.execute(sa.text(f"EXPLAIN {by_host}")))
-    assert "ix_page_snapshots_due_at" in plan, plan
-    assert "Sort" not in plan, plan
-    assert "Seq Scan" not in host_plan, host_plan  # which host index depends on the statistics
+        plans = []
+        for stmt, params in (
+            (_DUE[True, False], {"now": watch._clock(), "limit": 40}),  # type: ignore[attr-defined]
+            (_DUE[True, True], {"now": watch._clock(), "limit": 40, "host": "h7.example"}),  # type: ignore[attr-defined]
+        ):
+            compiled = str(stmt.compile(conn))
+            explained = conn.exec_driver_sql(f"EXPLAIN {compiled}", params)
+            plans.append("\n".join(r[0] for r in explained))
+    assert "ix_page_snapshots_rate_band_last_seen" in plans[0], plans[0]
+    assert "ix_page_snapshots_host_rate_band_last_seen" in plans[1], plans[1]
+    for plan in plans:
+        assert "Seq Scan on page_snapshots" not in plan, plan
