@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -102,3 +103,14 @@ def test_binary_bodies_keep_no_text(make_watch: Callable[..., ChangeWatch]) -> N
     watch = make_watch(store_text=True)
     watch.should_parse("https://example.com/a.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj")
     assert _text_rows(watch) == []
+
+
+def test_from_env_passes_store_text(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """CHANGEWATCH_STORE_TEXT=1 turns store_text on in ChangeWatch.from_env()."""
+    monkeypatch.setenv("CHANGEWATCH_STORE_TEXT", "1")
+    monkeypatch.setenv("CHANGEWATCH_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    monkeypatch.setenv("CHANGEWATCH_SEEN_URL", "memory:")
+    with ChangeWatch.from_env() as watch:
+        assert watch.store_text is True
+        watch.should_parse(URL, long_page())
+        assert len(_text_rows(watch)) == 1

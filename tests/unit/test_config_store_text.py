@@ -26,14 +26,3 @@ def test_store_text_garbage_is_a_clear_error() -> None:
     """Anything else is a ConfigError naming the variable and the accepted values."""
     with pytest.raises(ConfigError, match=r"CHANGEWATCH_STORE_TEXT='maybe'.*true"):
         load_settings({"CHANGEWATCH_STORE_TEXT": "maybe"})
-
-
-def test_from_env_passes_store_text(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
-    """ChangeWatch.from_env() turns store_text on from the environment."""
-    from changewatch import ChangeWatch
-
-    monkeypatch.setenv("CHANGEWATCH_STORE_TEXT", "1")
-    monkeypatch.setenv("CHANGEWATCH_DATABASE_URL", f"sqlite:///{tmp_path}/cw.db")
-    monkeypatch.setenv("CHANGEWATCH_SEEN_URL", "memory:")
-    with ChangeWatch.from_env() as watch:
-        assert watch.store_text is True
