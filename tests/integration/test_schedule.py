@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
+from alembic.script import ScriptDirectory
 
 from changewatch import ChangeWatch
 from changewatch.schedule import (
@@ -18,7 +20,9 @@ from changewatch.schedule import (
     due_in_days,
     rate_band,
 )
+from changewatch.store.migrate import alembic_config, upgrade
 from changewatch.store.schedule import _DUE, due_full_scan
+from changewatch.store.tables import page_snapshots
 
 from ._pages import long_page, rewrite, snapshot
 
@@ -148,3 +152,30 @@ def test_due_reads_through_the_band_index_on_postgres(watch: ChangeWatch, dialec
     assert "ix_page_snapshots_host_rate_band_last_seen" in plans[1], plans[1]
     for plan in plans:
         assert "Seq Scan on page_snapshots" not in plan, plan
+
+
+def test_migration_backfills_the_estimates(watch: ChangeWatch, clock: Clock) -> None:
+    """Upgrading a store from before 0005 fills the scheduling columns as live writes would."""
+    _visit(watch, clock, "https://m.example/a", "nc.c..c", 5 * 3600)
+    _visit(watch, clock, "https://m.example/b", "n......", 9 * 3600)
+    _visit(watch, clock, "https://m.example/c", "n", 3600)
+    columns = ("change_count", "change_rate", "due_at", "rate_band")
+
+    def state() -> list[tuple[object, ...]]:
+        with watch.store.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(page_snapshots).order_by(page_snapshots.c.url_digest)
+            ).all()
+        return [tuple(getattr(r, c) for c in columns) for r in rows]
+
+    live = state()
+    before = ScriptDirectory.from_config(alembic_config()).get_revision("0005").down_revision
+    assert isinstance(before, str)
+    with watch.store.engine.begin() as conn:
+        command.downgrade(alembic_config(connection=conn), before)
+    upgrade(watch.store.engine)
+    backfilled = state()
+    for old, new in zip(live, backfilled, strict=True):
+        assert (old[0], old[3]) == (new[0], new[3])
+        assert new[1] == pytest.approx(old[1], rel=1e-9)
+        assert abs((new[2] - old[2]).total_seconds()) < 0.01  # type: ignore[operator]
