@@ -16,6 +16,8 @@ per page per day, on average) on the pages it chooses:
   longest ago (as :func:`changewatch.store.schedule.due` reads them), ranked by
   :func:`changewatch.schedule.rank_due`;
 * ``changewatch, full ranking`` — the same estimate, every page ranked (what a full scan gives);
+* ``½ round robin + ½ changewatch due`` — half of each hour's fetches by the fixed-interval
+  rule, the rest by ``due``;
 * ``oracle rates`` — the same ranking with the true rates: the ceiling for this ordering.
 
 Reported over the days after a warm-up: changes caught per fetch (fetches that found the page
@@ -104,6 +106,14 @@ def changewatch_full(pages: list[Page], now: float, k: int) -> list[int]:
     """Every page ranked by the estimated probability of a change."""
     ids = list(range(len(pages)))
     return _rank(pages, now, k, ids, [_estimate(p) for p in pages])
+
+
+def half_round_robin(pages: list[Page], now: float, k: int) -> list[int]:
+    """Half the budget round robin (longest since fetched), half by ``due``."""
+    first = fixed_interval(pages, now, k // 2)
+    taken = set(first)
+    rest = [i for i in changewatch_due(pages, now, k) if i not in taken]
+    return first + rest[: k - len(first)]
 
 
 def oracle(true_rates: list[float]) -> Strategy:
@@ -216,6 +226,7 @@ def main() -> None:
         ("Nutch adaptive (+40% / −20%)", nutch_adaptive, True),
         ("changewatch due", changewatch_due, False),
         ("changewatch, full ranking", changewatch_full, False),
+        ("½ round robin + ½ changewatch due", half_round_robin, False),
         ("oracle rates (ceiling)", oracle(rates), False),
     ]
     results = {
