@@ -6,10 +6,12 @@ changes ``r·(now − last_seen)``: a line of a different slope per page, which 
 keep sorted for every ``now``. But among pages of (nearly) the same rate it *is* the order of
 ``last_seen``. So every write also stores the rate's band (:func:`changewatch.schedule.rate_band`:
 rates within a factor √2 share one), indexed as ``(rate_band, last_seen)`` and
-``(host, rate_band, last_seen)``. ``due(limit)`` is one statement: for each band, the
-``limit`` pages fetched longest ago (an index range scan each), then, over those candidates
-only, ``ORDER BY`` the expected changes at ``now``, ``LIMIT limit``. At most
-``bands × limit`` rows are read, whatever the table size.
+``(host, rate_band, last_seen)``. ``due(limit)`` takes, for each band, the ``limit`` pages
+fetched longest ago (an index range scan each), then, over those candidates only,
+``ORDER BY`` the expected changes at ``now``, ``LIMIT limit``; a first, small sample gives a
+lower bound on the answer's expected changes, which cuts each band's range to the pages that
+can reach it (see :func:`due`). At most ``bands × limit`` rows are read, whatever the table
+size; in practice a few times ``limit``.
 
 What that guarantees: the probabilities, expected changes and order of the pages returned are
 exact, and any page left out has at most √2 times the expected changes of the last page
@@ -20,19 +22,28 @@ least 1/√2 of the left-out page's and has waited at least as long. (A full sca
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam
+from sqlalchemy.sql.elements import ColumnElement
 
-from changewatch.schedule import MAX_RATE_BAND, MIN_RATE_BAND, DuePage, rank_due
-from changewatch.store.rates import DaysBetween, schedule_values
+from changewatch.schedule import (
+    MAX_RATE_BAND,
+    MIN_RATE_BAND,
+    RATE_BANDS_PER_DOUBLING,
+    DuePage,
+    rank_due,
+)
+from changewatch.store.rates import AddDays, DaysBetween, schedule_values
 from changewatch.store.store import RawHit, SnapshotStore, _translate
 from changewatch.store.tables import UTCDateTime, page_snapshots
 
 __all__ = [
+    "DEFAULT_DUE_SAMPLE_DIVISOR",
     "due",
     "due_full_scan",
     "touch_not_modified",
@@ -63,7 +74,11 @@ _CANDIDATE_COLUMNS = (
     _SNAP.host,
     _SNAP.last_seen,
     _SNAP.change_rate,
+    _SNAP.rate_band,
 )
+_MAX_LOOKBACK_DAYS = 1e5
+#: The first statement of ``due`` reads ⌈limit / this⌉ pages per rate band.
+DEFAULT_DUE_SAMPLE_DIVISOR = 8
 
 
 def touch_not_modified(
@@ -89,23 +104,40 @@ def validators_of(store: SnapshotStore, digest: bytes) -> tuple[str | None, str 
     return None if row is None else (row[0], row[1])
 
 
-def _union_candidates(host: bool) -> sa.Subquery:
-    """Per rate band, the ``:limit`` pages fetched longest ago: one UNION branch per band
+def _band_filter(band: ColumnElement[Any], bounded: bool) -> list[ColumnElement[bool]]:
+    """``rate_band = band``, and with ``bounded`` only pages that can reach ``:min_expected``:
+    ``r·(now − last_seen) ≥ E`` needs ``last_seen ≤ now − E / r_max(band)``."""
+    conditions: list[ColumnElement[bool]] = [_SNAP.rate_band == band]
+    if bounded:
+        top_rate = sa.case(
+            (band >= MAX_RATE_BAND, sa.literal(1e300)),  # the top band is open-ended
+            else_=sa.func.power(2.0, (band + 1) / float(RATE_BANDS_PER_DOUBLING)),
+        )
+        days = bindparam("min_expected", type_=sa.Float) / top_rate
+        # Past ~270 years no page qualifies; the cap keeps the date arithmetic in range.
+        days = sa.case((days > _MAX_LOOKBACK_DAYS, _MAX_LOOKBACK_DAYS), else_=days)
+        cutoff = AddDays(_NOW, -days)
+        conditions.append(_SNAP.last_seen <= cutoff)
+    return conditions
+
+
+def _union_candidates(host: bool, bounded: bool) -> sa.Subquery:
+    """Per rate band, the ``:band_limit`` pages fetched longest ago: one UNION branch per band
     (SQLite, which has no LATERAL)."""
     branches = []
     for band in range(MIN_RATE_BAND, MAX_RATE_BAND + 1):
         branch = sa.select(*_CANDIDATE_COLUMNS).where(
-            _SNAP.rate_band == sa.literal_column(str(band))
+            *_band_filter(sa.literal_column(str(band), sa.Integer), bounded)
         )
         if host:
             branch = branch.where(_SNAP.host == bindparam("host"))
         # Each branch in its own subquery: SQLite allows no ORDER BY/LIMIT inside a UNION.
-        inner = branch.order_by(_SNAP.last_seen).limit(bindparam("limit")).subquery()
+        inner = branch.order_by(_SNAP.last_seen).limit(bindparam("band_limit")).subquery()
         branches.append(sa.select(inner))
     return sa.union_all(*branches).subquery("candidates")
 
 
-def _lateral_candidates(host: bool) -> sa.Subquery:
+def _lateral_candidates(host: bool, bounded: bool) -> sa.Subquery:
     """The same as one LATERAL subquery run per band (Postgres): planned once, not 81 times."""
     bands = (
         sa.func.generate_series(
@@ -114,10 +146,10 @@ def _lateral_candidates(host: bool) -> sa.Subquery:
         .table_valued("band")
         .render_derived(name="bands")
     )
-    branch = sa.select(*_CANDIDATE_COLUMNS).where(_SNAP.rate_band == bands.c.band)
+    branch = sa.select(*_CANDIDATE_COLUMNS).where(*_band_filter(bands.c.band, bounded))
     if host:
         branch = branch.where(_SNAP.host == bindparam("host"))
-    per_band = branch.order_by(_SNAP.last_seen).limit(bindparam("limit")).lateral("per_band")
+    per_band = branch.order_by(_SNAP.last_seen).limit(bindparam("band_limit")).lateral("per_band")
     return (
         sa.select(*per_band.c).select_from(bands).join(per_band, sa.true()).subquery("candidates")
     )
@@ -133,26 +165,46 @@ def _due_statement(candidates: sa.Subquery) -> sa.Select[Any]:
     )
 
 
-# (dialect is Postgres, one host) -> statement
+def _build(lateral: bool, host: bool, bounded: bool) -> sa.Subquery:
+    return _lateral_candidates(host, bounded) if lateral else _union_candidates(host, bounded)
+
+
+# (Postgres, one host) -> the sample of phase 1 / the bounded top of phase 2 / the unbounded top
+_SAMPLE = {(pg, h): sa.select(_build(pg, h, False)) for pg in (False, True) for h in (False, True)}
 _DUE = {
-    (lateral, host): _due_statement(
-        _lateral_candidates(host) if lateral else _union_candidates(host)
-    )
-    for lateral in (False, True)
-    for host in (False, True)
+    (pg, h, b): _due_statement(_build(pg, h, b))
+    for pg in (False, True)
+    for h in (False, True)
+    for b in (False, True)
 }
 
 
 def due(store: SnapshotStore, now: datetime, limit: int, host: str | None = None) -> list[DuePage]:
-    """The ``limit`` pages most likely changed since their last fetch, via the band index."""
+    """The ``limit`` pages most likely changed since their last fetch, via the band index.
+
+    Two statements. The first reads a sample — per band the ``⌈limit / 8⌉`` pages fetched
+    longest ago; if no band had more, that is every page and the answer. Otherwise the
+    ``limit``-th largest expected-change count ``E`` in the sample is a lower bound of the
+    answer's, so the second statement reads, per band, only pages that can reach ``E``
+    (``last_seen ≤ now − E / r_max(band)``, an index range), at most ``limit`` each.
+    """
     if limit <= 0:
         return []
+    pg, by_host = store.dialect == "postgresql", host is not None
     params: dict[str, Any] = {"now": now, "limit": limit}
-    if host is not None:
+    if by_host:
         params["host"] = host
-    stmt = _DUE[store.dialect == "postgresql", host is not None]
+    sample_size = max(1, -(-limit // DEFAULT_DUE_SAMPLE_DIVISOR))
     with _translate(store.database_url), store.engine.connect() as conn:
-        rows = conn.execute(stmt, params).all()
+        sample = conn.execute(_SAMPLE[pg, by_host], params | {"band_limit": sample_size}).all()
+        per_band = Counter(r[5] for r in sample)
+        if all(n < sample_size for n in per_band.values()):
+            return rank_due(_candidates(sample), now, limit)  # every page was read
+        ranked = rank_due(_candidates(sample), now, limit)
+        floor = ranked[-1].expected_changes if len(ranked) == limit else 0.0
+        bounded = floor > 0
+        params |= {"band_limit": limit, "min_expected": floor} if bounded else {"band_limit": limit}
+        rows = conn.execute(_DUE[pg, by_host, bounded], params).all()
     return rank_due(_candidates(rows), now, limit)
 
 
