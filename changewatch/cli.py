@@ -32,6 +32,7 @@ from changewatch.config import DEFAULT_DATABASE_URL, DEFAULT_SEEN_URL, Settings,
 from changewatch.demo import DemoReport, run_demo
 from changewatch.errors import ChangewatchError
 from changewatch.model import Decision, Version
+from changewatch.schedule import DuePage
 from changewatch.store import create_engine, redact
 from changewatch.store.migrate import database_revision, head_revision, upgrade
 from changewatch.store.partition import partition_tables
@@ -90,6 +91,7 @@ class _Options:
             url_policy=s.url_policy,
             canon_policy=s.canon_policy,
             allow_mixed_canon=allow_mixed_canon,
+            store_text=s.store_text,
         )
 
 
@@ -516,3 +518,92 @@ def prune(
         table.add_row(_cell(host), _cell(n))
     table.add_row(Text("total", style="bold"), _cell(report.removed))
     _console().print(table)
+
+
+# -- recrawl scheduling and text diffs (issue 3) ----------------------------------------------
+
+
+@main.command()
+@click.option(
+    "--limit", "-n", type=click.IntRange(min=0), default=100, show_default=True, help="Pages."
+)
+@click.option("--host", metavar="H", help="Only pages of this host[:port].")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@click.pass_obj
+def due(options: _Options, limit: int, host: str | None, as_json: bool) -> None:
+    """List the pages most likely to have changed since their last fetch: fetch these next.
+
+    Each with its estimated change rate (changes per day), the probability it changed since
+    it was last seen, and the changes expected in that time (docs/scheduling.md).
+    """
+    with options.watch() as watch:
+        pages = watch.due(limit, host=host)
+    if as_json:
+        _echo_json([_due_json(p) for p in pages])
+        return
+    if not pages:
+        click.echo("no pages stored" + (f" for host {host}" if host else ""))
+        return
+    table = Table(title="due for a fetch, most likely changed first", box=box.SIMPLE_HEAVY)
+    for column in ("url", "last seen", "rate/day", "P(changed)", "expected changes"):
+        table.add_column(column, justify="left" if column in ("url", "last seen") else "right")
+    for p in pages:
+        table.add_row(
+            _cell(p.url or p.url_digest.hex()),
+            _cell(p.last_seen.isoformat(timespec="seconds")),
+            _cell(f"{p.rate_per_day:.3g}"),
+            _cell(f"{p.probability:.3f}"),
+            _cell(f"{p.expected_changes:.2f}"),
+        )
+    _console().print(table)
+
+
+def _due_json(p: DuePage) -> dict[str, Any]:
+    return {
+        "url": p.url,
+        "url_digest": p.url_digest.hex(),
+        "host": p.host,
+        "last_seen": _iso(p.last_seen),
+        "rate_per_day": p.rate_per_day,
+        "probability": p.probability,
+        "expected_changes": p.expected_changes,
+    }
+
+
+@main.command()
+@click.argument("url")
+@click.option("--from", "from_version", type=click.IntRange(min=0), help="Older version (0: none).")
+@click.option("--to", "to_version", type=click.IntRange(min=1), help="Newer version.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the diff.")
+@click.pass_obj
+def diff(
+    options: _Options,
+    url: str,
+    from_version: int | None,
+    to_version: int | None,
+    as_json: bool,
+) -> None:
+    """Show what changed in the text of URL between two versions (default: previous → current).
+
+    Needs the texts: they are kept only with CHANGEWATCH_STORE_TEXT=1 when a version is seen.
+    """
+    canonicalise(url, options.settings().canon_policy)  # a bad URL fails before any store opens
+    with options.watch() as watch:
+        result = watch.diff(url, from_version, to_version)
+    if as_json:
+        _echo_json(
+            {
+                "url": result.url,
+                "from_version": result.from_version,
+                "to_version": result.to_version,
+                "diff": result.lines,
+            }
+        )
+    elif not result.lines:
+        click.echo(
+            f"versions {result.from_version} and {result.to_version} of {result.url} "
+            "have the same text"
+        )
+    else:
+        for line in result.lines:
+            click.echo(line)

@@ -18,6 +18,10 @@
     path of a TOML file with the URL canonicalisation policy (docs/canonicalisation.md) and,
     in its ``[fingerprint]`` table, the content fingerprint policy (docs/fingerprints.md);
     default: none, the code rules alone
+``CHANGEWATCH_STORE_TEXT``
+    keep the normalised text of every new version (compressed, once per content) for
+    ``changewatch diff``: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``;
+    default off
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class Settings:
     canon_policy: CanonPolicy | None = None
     seen_on_error: SeenOnError = "raise"
     fingerprint_policy: FingerprintPolicy | None = None
+    store_text: bool = False
 
     def __post_init__(self) -> None:
         check_settings(self.minor_distance, self.max_page_bytes, self.url_policy)
@@ -121,7 +126,24 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             if env.get("CHANGEWATCH_CANON_POLICY")
             else None
         ),
+        store_text=_bool(env, "CHANGEWATCH_STORE_TEXT", False),
     )
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if not raw:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean: use one of {', '.join(_TRUE + _FALSE)}")
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

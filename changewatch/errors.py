@@ -12,12 +12,15 @@
     │   └── StoreConflictError             a batch lost too many races in a row
     ├── SeenSetError                       a seen-set file or server failed
     │   └── SeenSetUnavailableError        the seen-set server cannot be reached
-    └── SitemapError                       a sitemap could not be read (``url`` names it)
-        ├── SitemapParseError              not a sitemap, or broken beyond recovery
-        ├── SitemapRefusedError            a hostile construct (DOCTYPE, ENTITY) refused
-        ├── SitemapLimitError              over a size, count, ratio or depth limit
-        └── FetchError                     an HTTP fetch failed (``status`` if any)
-            └── UnsafeURLError             a URL or address the fetcher must not visit
+    ├── SitemapError                       a sitemap could not be read (``url`` names it)
+    │   ├── SitemapParseError              not a sitemap, or broken beyond recovery
+    │   ├── SitemapRefusedError            a hostile construct (DOCTYPE, ENTITY) refused
+    │   ├── SitemapLimitError              over a size, count, ratio or depth limit
+    │   └── FetchError                     an HTTP fetch failed (``status`` if any)
+    │       └── UnsafeURLError             a URL or address the fetcher must not visit
+    ├── UnexpectedStatusError (ValueError) should_parse given a status other than 2xx or 304
+    ├── PageNotStoredError (LookupError)   a 304, a diff or a version for a page never stored
+    └── TextNotStoredError (LookupError)   a version's text was not kept (store_text off)
 
 Every error's message defaults to its class docstring; data travels as attributes
 (``url``, ``reason``, ``retryable``), not only in the text. Adapters translate their
@@ -149,3 +152,36 @@ class UnsafeURLError(FetchError):
     """The fetcher refused a URL or an address it must not visit."""
 
     retryable = False
+
+
+class UnexpectedStatusError(ChangewatchError, ValueError):
+    """``should_parse`` records 2xx pages and 304 Not Modified only; other statuses are refused."""
+
+    def __init__(self, url: str, status: int) -> None:
+        self.url = url
+        self.status = status
+        super().__init__(
+            f"HTTP status {status} for {url!r}: should_parse records a fetched page (2xx) or "
+            "304 Not Modified only; nothing was written"
+        )
+
+
+class PageNotStoredError(ChangewatchError, LookupError):
+    """The page (or the version of it) asked for was never stored."""
+
+    def __init__(self, url: str, message: str | None = None) -> None:
+        self.url = url
+        super().__init__(message or f"{url!r} was never stored")
+
+
+class TextNotStoredError(ChangewatchError, LookupError):
+    """The normalised text of a version was not kept (``store_text`` was off when it was seen)."""
+
+    def __init__(self, url: str, versions: list[int]) -> None:
+        self.url = url
+        self.versions = versions
+        shown = ", ".join(str(v) for v in versions)
+        super().__init__(
+            f"no stored text for version(s) {shown} of {url!r}: texts are kept only while "
+            "store_text is on (CHANGEWATCH_STORE_TEXT=1) when a version is first seen"
+        )

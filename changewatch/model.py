@@ -27,9 +27,10 @@ class Decision:
     digest in hex when the URL-storage policy keeps no URL); ``path`` says how the answer
     was reached: ``"raw"`` (identical bytes, nothing parsed), ``"normalised"`` (same visible
     text), ``"refingerprint"`` (identical bytes of a row stored under older fingerprint
-    rules, re-keyed), ``"simhash"`` or ``"new"``. ``reverted_to`` is, for a ``changed`` or
-    ``minor`` page, the number of an earlier version (among the last ``flip_window``) whose
-    normalised content it equals again — a flip-flop; ``None`` otherwise.
+    rules, re-keyed), ``"not-modified"`` (an HTTP 304, no body), ``"simhash"`` or ``"new"``.
+    ``reverted_to`` is, for a ``changed`` or ``minor`` page, the number of an earlier version
+    (among the last ``flip_window``) whose normalised content it equals again — a flip-flop;
+    ``None`` otherwise.
     """
 
     kind: DecisionKind

@@ -30,12 +30,13 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from changewatch.conditional import conditional_request_headers, validators_from_headers
 from changewatch.config import (
     DEFAULT_MAX_PAGE_BYTES,
     DEFAULT_MINOR_DISTANCE,
@@ -49,9 +50,11 @@ from changewatch.config import (
 from changewatch.errors import (
     CanonVersionMismatchError,
     ConfigError,
+    PageNotStoredError,
     PageTooLargeError,
     SeenSetUnavailableError,
     StoreConflictError,
+    UnexpectedStatusError,
 )
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
@@ -65,6 +68,7 @@ from changewatch.fingerprint import (
 )
 from changewatch.fingerprint import raw_sha256 as hash_raw
 from changewatch.model import Decision, DecisionKind, Version
+from changewatch.schedule import DuePage
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.store import (
     MAX_NEAR_DISTANCE,
@@ -80,9 +84,11 @@ from changewatch.store import (
     nearest,
     open_store,
 )
+from changewatch.store import schedule as schedule_queries
 from changewatch.store.history import DEFAULT_FLIP_WINDOW, reverted_to
 from changewatch.store.near import DEFAULT_NEAR_LIMIT, check_near_distance
 from changewatch.store.prune import PruneReport
+from changewatch.store.texts import PageText, write_texts
 from changewatch.urls import (
     CanonPolicy,
     canon_version,
@@ -91,6 +97,7 @@ from changewatch.urls import (
     strip_query,
     url_host,
 )
+from changewatch.versiondiff import VersionDiff, version_diff
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "ChangeWatch", "should_parse"]
 
@@ -103,6 +110,8 @@ DEFAULT_MAX_ATTEMPTS = 10
 DEFAULT_CANON_CHECK_ROWS = 10_000
 
 Html = str | bytes
+#: A page for should_parse_many: (url, body) or (url, body, response headers).
+BatchPage = tuple[str, Html] | tuple[str, Html, Mapping[str, str] | None]
 
 
 @dataclass(slots=True)
@@ -163,6 +172,7 @@ class ChangeWatch:
         allow_mixed_canon: bool = False,
         fingerprint_policy: FingerprintPolicy | None = None,
         flip_window: int = DEFAULT_FLIP_WINDOW,
+        store_text: bool = False,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if isinstance(flip_window, bool) or not isinstance(flip_window, int) or flip_window < 0:
@@ -186,6 +196,7 @@ class ChangeWatch:
         self._max_attempts = max_attempts
         self.canon_policy = canon_policy
         self.fingerprint_policy = fingerprint_policy
+        self.store_text = store_text
         self.canon_version = canon_version(canon_policy)
         self._check_canon_version(allow_mixed_canon, close=store is None)
 
@@ -202,6 +213,7 @@ class ChangeWatch:
             "canon_policy": settings.canon_policy,
             "fingerprint_policy": settings.fingerprint_policy,
             "seen_on_error": settings.seen_on_error,
+            "store_text": settings.store_text,
         }
         kwargs.update(overrides)
         return cls(**kwargs)
@@ -250,8 +262,10 @@ class ChangeWatch:
     def should_parse(
         self,
         url: str,
-        html: Html,
+        html: Html | None,
         *,
+        headers: Mapping[str, str] | None = None,
+        status: int = 200,
         content_type: str | None = None,
         etag: str | None = None,
         last_modified: str | None = None,
@@ -262,7 +276,21 @@ class ChangeWatch:
         HTTP header, used for its charset). Raises ``InvalidURLError`` for a bad URL,
         ``TypeError`` for a body that is neither, ``PageTooLargeError`` above
         ``max_page_bytes``, ``StoreError`` when the store fails; nothing is written then.
+
+        ``headers`` are the response headers (any key case): a valid ``ETag`` and
+        ``Last-Modified`` are stored for :meth:`conditional_headers` (malformed ones are
+        ignored; ``etag=`` / ``last_modified=`` override them). ``status=304`` records a
+        Not Modified answer as ``unchanged`` without a body (``html`` ``None`` or empty;
+        ``PageNotStoredError`` for a page never stored). Any status but 2xx and 304 raises
+        ``UnexpectedStatusError``: errors and redirects are not page versions.
         """
+        if status == 304:
+            return self._not_modified(url, html, headers, etag, last_modified)
+        if isinstance(status, bool) or not isinstance(status, int) or not 200 <= status < 300:
+            raise UnexpectedStatusError(url, status)
+        if html is None:
+            raise TypeError("html must be str or bytes (None only with status=304)")
+        etag, last_modified = validators_from_headers(headers, etag, last_modified)
         page = self._prepare(url, html, content_type, etag, last_modified)
         if self.seen_precheck and page.digest not in self.seen:
             return self._decide_batch([page])[0]  # never seen: new, no fast path to try
@@ -274,13 +302,19 @@ class ChangeWatch:
             return self._raw_unchanged(page, hit)
         return self._decide_batch([page])[0]
 
-    def should_parse_many(self, pages: Iterable[tuple[str, Html]]) -> list[Decision]:
+    def should_parse_many(self, pages: Iterable[BatchPage]) -> list[Decision]:
         """``should_parse`` for a batch: one lookup query and one write transaction.
 
-        Answers equal those of one-by-one calls in order, including a URL that appears
-        twice. Every page is validated first; a failing batch writes nothing.
+        Each page is ``(url, html)`` or ``(url, html, headers)`` (response headers, for the
+        validators; 304s go through :meth:`should_parse`). Answers equal those of one-by-one
+        calls in order, including a URL that appears twice. Every page is validated first; a
+        failing batch writes nothing.
         """
-        prepared = [self._prepare(url, html, None, None, None) for url, html in pages]
+        prepared = []
+        for item in pages:
+            url, html = item[0], item[1]
+            etag, last_modified = validators_from_headers(item[2] if len(item) > 2 else None)
+            prepared.append(self._prepare(url, html, None, etag, last_modified))
         # A URL repeated within the batch is decided after its earlier occurrence.
         rounds: list[list[int]] = []
         occurrences: dict[bytes, int] = {}
@@ -322,6 +356,43 @@ class ChangeWatch:
                 return []
             return self._store.near_duplicates(stored, max_distance, digest, limit)
         return self._store.near_duplicates(url_or_simhash, max_distance, None, limit)
+
+    def conditional_headers(self, url: str) -> dict[str, str]:
+        """``If-None-Match`` / ``If-Modified-Since`` for the next fetch of ``url``.
+
+        From the validators stored with its last fetch; ``{}`` for a page never stored or
+        stored without validators.
+        """
+        digest = digest_canonical(canonicalise(url, self.canon_policy))
+        stored = schedule_queries.validators_of(self._store, digest)
+        return {} if stored is None else conditional_request_headers(*stored)
+
+    def due(
+        self, limit: int, now: datetime | None = None, host: str | None = None
+    ) -> list[DuePage]:
+        """The ``limit`` pages most likely to have changed since their last fetch.
+
+        Most likely first, each with its estimated change rate, the probability it changed
+        by ``now`` (default: the clock) and the changes expected; ``host`` (``host[:port]``,
+        as stored) narrows it to one site. See :mod:`changewatch.schedule` for the estimator
+        and :mod:`changewatch.store.schedule` for how the index is used.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit must be a non-negative integer, got {limit!r}")
+        return schedule_queries.due(self._store, now or self._clock(), limit, host)
+
+    def diff(
+        self, url: str, from_version: int | None = None, to_version: int | None = None
+    ) -> VersionDiff:
+        """A unified diff of the stored texts of two versions (default: previous → current).
+
+        Needs ``store_text`` on when those versions were seen: ``TextNotStoredError`` if not;
+        ``PageNotStoredError`` for a page or version the store does not hold.
+        """
+        canonical = canonicalise(url, self.canon_policy)
+        return version_diff(
+            self._store, canonical, digest_canonical(canonical), from_version, to_version
+        )
 
     def history(self, url: str) -> list[Version]:
         """Every stored version of a page, oldest first (empty if never stored)."""
@@ -394,6 +465,40 @@ class ChangeWatch:
         if close:
             self._store.close()
         raise error
+
+    def _not_modified(
+        self,
+        url: str,
+        body: Html | None,
+        headers: Mapping[str, str] | None,
+        etag: str | None,
+        last_modified: str | None,
+    ) -> Decision:
+        """Record a 304: an unchanged fetch of the stored version, in one statement."""
+        if body is not None and not isinstance(body, str | bytes):
+            raise TypeError(f"html must be str, bytes or None, not {type(body).__name__}")
+        if body:
+            raise ValueError("a 304 Not Modified response has no body; got a non-empty one")
+        canonical = canonicalise(url, self.canon_policy)
+        digest = digest_canonical(canonical)
+        etag, last_modified = validators_from_headers(headers, etag, last_modified)
+        hit = schedule_queries.touch_not_modified(
+            self._store, self._clock(), digest, etag, last_modified
+        )
+        if hit is None:
+            raise PageNotStoredError(
+                canonical, f"304 Not Modified for {canonical!r}, which was never stored"
+            )
+        return Decision(
+            "unchanged",
+            canonical,
+            digest,
+            hit.content_sha256,
+            hit.simhash,
+            distance=0,
+            path="not-modified",
+            version=hit.version_count,
+        )
 
     def _prepare(
         self,
@@ -605,6 +710,8 @@ class ChangeWatch:
                 textless = {n.url_digest for n in new if n.fp.text_length == 0}
                 decisions = self._with_duplicates(near, textless, decisions)
             tx.write(now, new, touches, changes)
+            if self.store_text:
+                write_texts(tx, now, self._texts(pages, decisions))
         for decision in decisions:
             log.debug(
                 "decision kind=%s path=%s distance=%s",
@@ -632,6 +739,14 @@ class ChangeWatch:
                 )
             marked.append(change)
         return marked
+
+    def _texts(self, pages: Sequence[_Page], decisions: Sequence[Decision]) -> list[PageText]:
+        """The normalised texts of the new versions in a batch (computed already; never binary)."""
+        return [
+            PageText(page.fp.content_sha256, page.text, page.fp.version)
+            for page, d in zip(pages, decisions, strict=True)
+            if d.kind != "unchanged" and page.fp is not None and page.text and not page.binary
+        ]
 
     def _with_duplicates(
         self,

@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from changewatch.errors import StoreError
 from changewatch.fingerprint import Fingerprint
 from changewatch.model import Snapshot, Version
+from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days, rate_band
 from changewatch.store.history import recent_contents
 from changewatch.store.near import (
     DEFAULT_NEAR_LIMIT,
@@ -41,7 +42,8 @@ from changewatch.store.near import (
     read_candidates,
 )
 from changewatch.store.prune import DEFAULT_PRUNE_BATCH, PruneReport, prune_versions
-from changewatch.store.tables import page_snapshots, page_versions
+from changewatch.store.rates import schedule_values
+from changewatch.store.tables import UTCDateTime, page_snapshots, page_versions
 
 __all__ = [
     "Change",
@@ -119,6 +121,8 @@ class Change:
 
 # The unchanged-bytes fast path of a single page as one statement: count the fetch only where
 # the stored raw hash (and fingerprint version) still equal the page's, and return the row.
+_NOW = bindparam("now", type_=UTCDateTime())
+_B_NOW = bindparam("b_now", type_=UTCDateTime())
 _FAST_TOUCH = (
     sa.update(page_snapshots)
     .where(
@@ -127,10 +131,11 @@ _FAST_TOUCH = (
         _SNAP.fingerprint_version == bindparam("fpv"),
     )
     .values(
-        last_seen=bindparam("now"),
+        last_seen=_NOW,
         fetch_count=_SNAP.fetch_count + 1,
         etag=func.coalesce(bindparam("etag", type_=sa.Text), _SNAP.etag),
         last_modified=func.coalesce(bindparam("lm", type_=sa.Text), _SNAP.last_modified),
+        **schedule_values(_NOW, changed=False),
     )
     .returning(_SNAP.content_sha256, _SNAP.simhash, _SNAP.version_count)
 )
@@ -166,6 +171,11 @@ class StoreTransaction:
         self._conn = conn
         self._dialect = dialect
         self._database_url = database_url
+
+    @property
+    def connection(self) -> Connection:
+        """The transaction's connection, for statements kept in other store modules."""
+        return self._conn
 
     def lookup(self, digests: Sequence[bytes]) -> dict[bytes, Snapshot]:
         """The stored snapshots of these pages, keyed by URL digest."""
@@ -266,6 +276,10 @@ class StoreTransaction:
                 "fetch_count": 1,
                 "etag": p.etag,
                 "last_modified": p.last_modified,
+                "change_count": 0,
+                "change_rate": DEFAULT_PRIOR_RATE_PER_DAY,
+                "due_at": now + timedelta(days=due_in_days(DEFAULT_PRIOR_RATE_PER_DAY)),
+                "rate_band": rate_band(DEFAULT_PRIOR_RATE_PER_DAY),
             }
             for p in pages
         ]
@@ -322,10 +336,11 @@ class StoreTransaction:
             raise WriteConflict("a page was changed by another worker")
 
 
-def _snapshot_update(**extra: Any) -> sa.Update:
+def _snapshot_update(extra: dict[str, Any] | None = None, *, changed: bool = False) -> sa.Update:
     """A conditional UPDATE of one snapshot: only where ``version_count`` is still what was
     read. Counts the fetch, moves ``last_seen``, keeps the latest raw hash and HTTP
-    validators, and sets the ``extra`` columns."""
+    validators, re-estimates the change rate (``changed``: this fetch saw a change) and sets
+    the ``extra`` columns."""
     return (
         sa.update(page_snapshots)
         .where(
@@ -333,12 +348,13 @@ def _snapshot_update(**extra: Any) -> sa.Update:
             _SNAP.version_count == bindparam("b_expected"),
         )
         .values(
-            last_seen=bindparam("b_now"),
+            last_seen=_B_NOW,
             fetch_count=_SNAP.fetch_count + 1,
             raw_sha256=bindparam("b_raw"),
             etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
             last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
-            **extra,
+            **schedule_values(_B_NOW, changed=changed),
+            **(extra or {}),
         )
     )
 
@@ -350,11 +366,14 @@ _NEW_FINGERPRINT = {
     "fingerprint_version": bindparam("b_fpv"),
 }
 _TOUCH = _snapshot_update()
-_REKEY = _snapshot_update(**_NEW_FINGERPRINT)
+_REKEY = _snapshot_update(_NEW_FINGERPRINT)
 _CHANGE = _snapshot_update(
-    last_changed=bindparam("b_now"),
-    version_count=_SNAP.version_count + 1,
-    **_NEW_FINGERPRINT,
+    {
+        "last_changed": bindparam("b_now"),
+        "version_count": _SNAP.version_count + 1,
+        **_NEW_FINGERPRINT,
+    },
+    changed=True,
 )
 
 

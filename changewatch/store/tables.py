@@ -15,6 +15,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -37,6 +38,7 @@ __all__ = [
     "SIMHASH_BAND_BITS",
     "metadata",
     "page_snapshots",
+    "page_texts",
     "page_versions",
     "simhash_band",
     "simhash_band_expr",
@@ -249,12 +251,50 @@ page_snapshots = Table(
     ),
     Column("etag", Text, nullable=True),
     Column("last_modified", Text, nullable=True),
+    # Recrawl scheduling (migration 0005; changewatch.schedule has the maths).
+    Column(
+        "change_count",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="fetches that saw a change (changed or minor): X of the change-rate estimator",
+    ),
+    Column(
+        "change_rate",
+        Float,
+        nullable=True,
+        comment="estimated changes per day (Cho & Garcia-Molina), updated on every fetch",
+    ),
+    Column(
+        "due_at",
+        UTCDateTime,
+        nullable=True,
+        comment="when the probability of a change since last_seen reaches 0.5",
+    ),
+    Column(
+        "rate_band",
+        SmallInteger,
+        nullable=True,
+        comment="floor(2 * log2(change_rate)): rates within a factor 1.41 share a band",
+    ),
     CheckConstraint("version_count >= 1", name="version_count_positive"),
     CheckConstraint("fetch_count >= version_count", name="fetches_cover_versions"),
     comment="One row per canonical URL: its current fingerprint and crawl counters.",
 )
 Index("ix_page_snapshots_content_sha256", page_snapshots.c.content_sha256)
 Index("ix_page_snapshots_host", page_snapshots.c.host)
+# due(): per rate band, the pages fetched longest ago, for all hosts or one (migration 0005).
+Index(
+    "ix_page_snapshots_rate_band_last_seen",
+    page_snapshots.c.rate_band,
+    page_snapshots.c.last_seen,
+)
+Index(
+    "ix_page_snapshots_host_rate_band_last_seen",
+    page_snapshots.c.host,
+    page_snapshots.c.rate_band,
+    page_snapshots.c.last_seen,
+)
 # The four SimHash bands, as expression indexes (migration 0002); see simhash_band_expr.
 for _band, _name in enumerate(simhash_band_index_names()):
     Index(_name, simhash_band_expr(page_snapshots.c.simhash, _band))
@@ -326,3 +366,26 @@ page_versions = Table(
 )
 # Migration 0004: one host's changes over a time range (page_changes) in one range scan.
 Index("ix_page_versions_host_first_seen", page_versions.c.host, page_versions.c.first_seen)
+
+# Optional text snapshots (migration 0005): the normalised text of a version, once per content.
+page_texts = Table(
+    "page_texts",
+    metadata,
+    Column(
+        "content_sha256",
+        LargeBinary(32),
+        primary_key=True,
+        comment="SHA-256 of the normalised text: page_versions.content_sha256",
+    ),
+    Column("text_zstd", LargeBinary, nullable=False, comment="the UTF-8 text, zstd-compressed"),
+    Column("text_bytes", Integer, nullable=False, comment="UTF-8 bytes of the text"),
+    Column("compressed_bytes", Integer, nullable=False, comment="bytes of text_zstd"),
+    Column(
+        "fingerprint_version",
+        SmallInteger,
+        nullable=False,
+        comment="normalisation rules that made the text",
+    ),
+    Column("first_stored", UTCDateTime, nullable=False),
+    comment="Normalised page texts, kept once per content hash when store_text is on.",
+)

@@ -1,0 +1,185 @@
+"""Recrawl scheduling maths: a page's change rate from its fetch history, and what is due.
+
+Pure: values in, values out; ``now`` is always passed in.
+
+A page is modelled as a Poisson process of changes with an unknown rate ``r`` (changes per
+day). A crawler does not see the changes, only, at each fetch, whether *anything* changed
+since the fetch before. The naive estimate ``X / T`` (changes seen over time observed)
+therefore undercounts: two or more changes between two fetches look like one. Cho and
+Garcia-Molina ("Estimating frequency of change", ACM TOIT 3(3), 2003, §4) give, for ``n``
+fetches at a regular interval ``I`` of which ``X`` saw a change, the estimator
+
+    r̂ = −ln((n − X + 0.5) / (n + 0.5)) / I
+
+which corrects for the hidden changes (it follows from P(change in I) = 1 − e^(−rI)) and,
+thanks to the 0.5 terms, stays finite when every fetch saw a change (X = n) and has a
+smaller bias than the plain maximum-likelihood −ln(1 − X/n) / I. changewatch keeps
+``n`` (fetch intervals: ``fetch_count − 1``), ``X`` (``change_count``) and the observed span
+(``last_seen − first_seen``, so ``I = span / n``) on every snapshot row, so the estimate costs
+no history scan. Its limit: the formula assumes regular polling. With irregular intervals it
+is a mean-interval approximation (long gaps are under-weighted); docs/scheduling.md says more.
+
+Priors, because the estimator has nothing to say in two cases:
+
+* a page fetched once (``n = 0``, or no time elapsed) gets :data:`DEFAULT_PRIOR_RATE_PER_DAY`;
+* a page that never changed (``X = 0``) would get r̂ = 0 and never be due again; it is
+  counted as half a change instead (X = 0.5, the same continuity correction the estimator
+  already applies), so its rate falls like ``≈ 0.5 / span``: the longer a page is observed
+  unchanged, the more rarely it is re-checked, but never never.
+
+The probability that a page changed since its last fetch is ``1 − e^(−r̂·Δt)``. Ordering by
+it is ordering by ``r̂·Δt``, which no single index can serve for every ``now``; so each row
+also stores its :func:`rate_band` (rates within a factor √2 share a band), under which
+``last_seen`` order *is* the order of ``r̂·Δt`` to within that factor — see
+:mod:`changewatch.store.schedule`. ``due_at``, the time the probability reaches
+:data:`DUE_PROBABILITY`, is stored too, for people querying the table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+__all__ = [
+    "DAY_S",
+    "DEFAULT_PRIOR_RATE_PER_DAY",
+    "DUE_PROBABILITY",
+    "RATE_BAND_FACTOR",
+    "DuePage",
+    "change_probability",
+    "change_rate",
+    "due_in_days",
+    "rank_due",
+    "rate_band",
+]
+
+#: Seconds in a day: rates are per day.
+DAY_S = 86_400.0
+#: The rate given to a page fetched only once: about one change a day, so a new page is
+#: checked again after ln 2 days ≈ 17 hours.
+DEFAULT_PRIOR_RATE_PER_DAY = 1.0
+#: ``due_at`` is when the probability of a change since the last fetch reaches this.
+DUE_PROBABILITY = 0.5
+#: Changes counted for a page that never changed (see the module docstring).
+NEVER_CHANGED_PRIOR = 0.5
+#: Rate bands per doubling of the rate: a band spans a factor 2 ** (1 / 2) ≈ 1.41.
+RATE_BANDS_PER_DOUBLING = 2
+#: The ratio of the highest to the lowest rate of a band.
+RATE_BAND_FACTOR = 2 ** (1 / RATE_BANDS_PER_DOUBLING)
+#: Bands outside these are clamped (rates from 2**-20 ≈ 1e-6 to 2**20 ≈ 1e6 per day).
+MIN_RATE_BAND, MAX_RATE_BAND = -40, 40
+
+
+def change_rate(
+    intervals: int,
+    changes: int,
+    observed_days: float,
+    prior: float = DEFAULT_PRIOR_RATE_PER_DAY,
+) -> float:
+    """Cho & Garcia-Molina's change-rate estimate, in changes per day.
+
+    r̂ = −ln((n − X + 0.5) / (n + 0.5)) / I with ``n = intervals`` (fetches after the first),
+    ``X = changes`` (fetches that saw a change; 0 counts as 0.5, capped at ``n``) and
+    ``I = observed_days / n``. ``prior`` when ``n`` or ``observed_days`` is not positive.
+
+    >>> round(change_rate(10, 5, 10.0), 4)    # half the daily fetches saw a change
+    0.6466
+    >>> round(5 / 10.0, 4)                    # the naive X/T, biased low
+    0.5
+    >>> round(change_rate(10, 10, 10.0), 4)   # every fetch saw one: large but finite
+    3.0445
+    >>> change_rate(0, 0, 0.0)                # one fetch: the prior
+    1.0
+    """
+    if intervals <= 0 or observed_days <= 0:
+        return prior
+    x = min(float(changes) if changes > 0 else NEVER_CHANGED_PRIOR, float(intervals))
+    mean_interval = observed_days / intervals
+    return -math.log((intervals - x + 0.5) / (intervals + 0.5)) / mean_interval
+
+
+def change_probability(rate_per_day: float, elapsed_days: float) -> float:
+    """P(at least one change in ``elapsed_days``) for a Poisson rate: 1 − e^(−r·Δt).
+
+    >>> round(change_probability(1.0, math.log(2)), 6)
+    0.5
+    >>> change_probability(2.0, 0.0)
+    0.0
+    """
+    return -math.expm1(-rate_per_day * max(elapsed_days, 0.0))
+
+
+def due_in_days(rate_per_day: float, probability: float = DUE_PROBABILITY) -> float:
+    """Days after a fetch until the change probability reaches ``probability``: −ln(1 − p)/r.
+
+    >>> round(due_in_days(1.0), 6) == round(math.log(2), 6)
+    True
+    """
+    if not 0 < probability < 1:
+        raise ValueError(f"probability must be between 0 and 1, got {probability!r}")
+    if rate_per_day <= 0:
+        raise ValueError(f"rate_per_day must be positive, got {rate_per_day!r}")
+    return -math.log1p(-probability) / rate_per_day
+
+
+def rate_band(rate_per_day: float) -> int:
+    """The band of a rate: ``floor(2·log2 r)``, clamped to ``MIN_RATE_BAND..MAX_RATE_BAND``.
+
+    Rates in band ``b`` lie in ``[2**(b/2), 2**((b+1)/2))`` changes per day.
+
+    >>> rate_band(1.0), rate_band(1.4), rate_band(1.5), rate_band(0.5), rate_band(0.0)
+    (0, 0, 1, -2, -40)
+    """
+    if rate_per_day <= 0:
+        return MIN_RATE_BAND
+    # The same arithmetic as the SQL in changewatch.store.rates, so both give the same band.
+    band = math.floor(RATE_BANDS_PER_DOUBLING * math.log(rate_per_day) / math.log(2.0))
+    return min(max(band, MIN_RATE_BAND), MAX_RATE_BAND)
+
+
+@dataclass(frozen=True, slots=True)
+class DuePage:
+    """A page worth fetching again, with the estimate behind it.
+
+    ``url`` is ``None`` under the ``none`` URL-storage policy (use ``url_digest``);
+    ``rate_per_day`` is the estimated change rate, ``probability`` the chance it changed
+    since ``last_seen`` and ``expected_changes`` = rate × days since ``last_seen``.
+    """
+
+    url: str | None
+    url_digest: bytes
+    host: str
+    last_seen: datetime
+    rate_per_day: float
+    probability: float
+    expected_changes: float
+
+
+def rank_due(
+    candidates: Iterable[tuple[str | None, bytes, str, datetime, float]],
+    now: datetime,
+    limit: int,
+) -> list[DuePage]:
+    """The ``limit`` candidates ``(url, digest, host, last_seen, rate)`` most likely changed.
+
+    Ties (equal probability, e.g. several at 1.0) go to the larger expected change count,
+    then the older ``last_seen``, then the smaller digest, so the order is deterministic.
+
+    >>> from datetime import UTC
+    >>> t = datetime(2026, 1, 2, tzinfo=UTC)
+    >>> rows = [("a", b"a", "h", t - timedelta(days=1), 0.1), ("b", b"b", "h", t, 5.0),
+    ...         ("c", b"c", "h", t - timedelta(days=1), 2.0)]
+    >>> [p.url for p in rank_due(rows, t, 2)]
+    ['c', 'a']
+    """
+    pages = []
+    for url, digest, host, last_seen, rate in candidates:
+        elapsed = (now - last_seen) / timedelta(days=1)
+        expected = rate * max(elapsed, 0.0)
+        pages.append(
+            DuePage(url, digest, host, last_seen, rate, change_probability(rate, elapsed), expected)
+        )
+    pages.sort(key=lambda p: (-p.probability, -p.expected_changes, p.last_seen, p.url_digest))
+    return pages[: max(limit, 0)]
