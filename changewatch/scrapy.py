@@ -311,6 +311,10 @@ def _header(response: Any, name: bytes) -> str | None:
     return raw.decode("latin-1") if raw else None
 
 
+#: request.meta key marking a request sent with validators from the store.
+_CONDITIONAL_META = "changewatch_conditional"
+
+
 class ChangewatchMiddleware:
     """Downloader middleware: ``should_parse`` on every HTML response, unchanged ones dropped.
 
@@ -331,6 +335,14 @@ class ChangewatchMiddleware:
 
     ``should_parse`` blocks the reactor for one store round trip (docs/scrapy.md has the
     figures); ``CHANGEWATCH_THREADED = True`` runs it in the reactor's thread pool instead.
+
+    Conditional GET (``CHANGEWATCH_CONDITIONAL_GET = True``; off by default): every GET of a
+    stored page is sent with ``If-None-Match`` / ``If-Modified-Since`` from the validators the
+    store kept (one store read per request, unless the request already carries either header
+    or has ``meta["dont_changewatch"]``), and a ``304 Not Modified`` answer to such a request
+    is recorded as ``unchanged`` (``path`` ``"not-modified"``) and dropped or passed like any
+    unchanged page. The ``ETag`` and ``Last-Modified`` of every decided response are stored
+    whether or not the option is on.
     """
 
     def __init__(
@@ -341,6 +353,7 @@ class ChangewatchMiddleware:
         on_unchanged: OnUnchanged = "drop",
         threaded: bool = False,
         close_watch: bool = True,
+        conditional_get: bool = False,
     ) -> None:
         if on_unchanged not in ("drop", "pass"):
             raise ConfigError(
@@ -350,6 +363,7 @@ class ChangewatchMiddleware:
         self.stats = stats
         self.on_unchanged = on_unchanged
         self.threaded = threaded
+        self.conditional_get = conditional_get
         self._close_watch = close_watch
         self._warned = False
 
@@ -374,6 +388,7 @@ class ChangewatchMiddleware:
             stats=crawler.stats,
             on_unchanged=settings.get("CHANGEWATCH_UNCHANGED") or "drop",
             threaded=settings.getbool("CHANGEWATCH_THREADED"),
+            conditional_get=settings.getbool("CHANGEWATCH_CONDITIONAL_GET"),
         )
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
@@ -392,12 +407,31 @@ class ChangewatchMiddleware:
             return self._decide_in_thread(request, response, kwargs)
         return self._apply(request, response, self._decide(response, kwargs))
 
-    # Conditional GET (If-None-Match / If-Modified-Since from the store, and 304 answers) is
-    # to be added here: a process_request that sets the headers, and the status and headers
-    # passed on in _should_parse_kwargs.
+    def process_request(self, request: Any, spider: Any = None) -> None:
+        """With conditional GET on, add the stored validators to a GET of a stored page."""
+        if not self.conditional_get or request.meta.get("dont_changewatch"):
+            return
+        if request.method.upper() != "GET" or request.body:
+            return
+        if b"If-None-Match" in request.headers or b"If-Modified-Since" in request.headers:
+            return  # the spider chose its own validators
+        try:
+            headers = self.watch.conditional_headers(request.url)
+        except ChangewatchError as exc:
+            self._failed(request, exc)
+            return
+        if headers:
+            for name, value in headers.items():
+                request.headers[name] = value
+            request.meta[_CONDITIONAL_META] = True
+            self._inc("changewatch/conditional")
 
     def _wants(self, request: Any, response: Any) -> bool:
-        if request.meta.get("dont_changewatch") or response.status != 200:
+        if request.meta.get("dont_changewatch"):
+            return False
+        if response.status == 304:
+            return bool(request.meta.get(_CONDITIONAL_META))  # validators we sent
+        if response.status != 200:
             return False
         if request.method.upper() not in URL_KEYED_METHODS or request.body:
             return False  # the store keys pages by URL; a form's answer is not "the page"
@@ -417,7 +451,17 @@ class ChangewatchMiddleware:
 
     def _decide(self, response: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
-            decision = self.watch.should_parse(response.url, response.body, **kwargs)
+            if response.status == 304:
+                self._inc("changewatch/not_modified")
+                decision = self.watch.should_parse(
+                    response.url,
+                    None,
+                    status=304,
+                    etag=kwargs["etag"],
+                    last_modified=kwargs["last_modified"],
+                )
+            else:
+                decision = self.watch.should_parse(response.url, response.body, **kwargs)
         except ChangewatchError as exc:
             return self._failed(response, exc)
         return decision_meta(decision)

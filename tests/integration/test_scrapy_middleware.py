@@ -153,3 +153,64 @@ def test_bad_unchanged_setting_is_refused(make: Make) -> None:
     """CHANGEWATCH_UNCHANGED accepts drop or pass only, with a message naming it."""
     with pytest.raises(ValueError, match="CHANGEWATCH_UNCHANGED"):
         make(CHANGEWATCH_UNCHANGED="skip")
+
+
+def _with_validators(url: str, body: bytes, **headers: str) -> tuple[Request, Any]:
+    request = Request(url)
+    response = HtmlResponse(
+        url,
+        body=body,
+        headers={"Content-Type": "text/html; charset=utf-8", **headers},
+        request=request,
+    )
+    return request, response
+
+
+def test_conditional_get_sends_stored_validators_and_records_a_304(make: Make) -> None:
+    """With CHANGEWATCH_CONDITIONAL_GET: the stored ETag/Last-Modified go out as
+    If-None-Match/If-Modified-Since; the 304 answer is unchanged, dropped, counted."""
+    middleware, stats = make(CHANGEWATCH_CONDITIONAL_GET=True)
+    url = "http://example.com/p"
+    fresh = Request(url)
+    middleware.process_request(fresh)
+    assert b"If-None-Match" not in fresh.headers  # never stored: nothing to send
+    last_modified = "Wed, 21 Oct 2026 07:28:00 GMT"
+    request, response = _with_validators(
+        url, PAGE.encode(), ETag='"v1"', **{"Last-Modified": last_modified}
+    )
+    assert middleware.process_response(request, response) is response
+    again = Request(url)
+    middleware.process_request(again)
+    assert again.headers[b"If-None-Match"] == b'"v1"'
+    assert again.headers[b"If-Modified-Since"] == last_modified.encode()
+    not_modified = HtmlResponse(url, body=b"", status=304, request=again)
+    with pytest.raises(UnchangedResponse) as caught:
+        middleware.process_response(again, not_modified)
+    assert caught.value.decision["kind"] == "unchanged"
+    assert caught.value.decision["path"] == "not-modified"
+    history = middleware.watch.history(url)
+    assert len(history) == 1  # a 304 is a fetch, not a version
+    assert stats.get_value("changewatch/conditional") == 1
+    assert stats.get_value("changewatch/not_modified") == 1
+    assert stats.get_value("changewatch/unchanged") == 1
+
+
+def test_conditional_get_is_off_by_default_and_respects_the_spider(make: Make) -> None:
+    """Off by default; on, a request with its own validators or dont_changewatch is left
+    alone, and a 304 the middleware did not ask for passes untouched."""
+    url = "http://example.com/p"
+    middleware, _ = make()
+    request, response = _with_validators(url, PAGE.encode(), ETag='"v1"')
+    middleware.process_response(request, response)
+    plain = Request(url)
+    middleware.process_request(plain)
+    assert b"If-None-Match" not in plain.headers
+    middleware, _ = make(CHANGEWATCH_CONDITIONAL_GET=True)
+    own = Request(url, headers={"If-None-Match": '"mine"'})
+    middleware.process_request(own)
+    assert own.headers[b"If-None-Match"] == b'"mine"'
+    skipped = Request(url, meta={"dont_changewatch": True})
+    middleware.process_request(skipped)
+    assert b"If-None-Match" not in skipped.headers
+    unasked = HtmlResponse(url, body=b"", status=304, request=own)
+    assert middleware.process_response(own, unasked) is unasked
