@@ -64,6 +64,13 @@ from changewatch.fingerprint import (
 )
 from changewatch.fingerprint import raw_sha256 as hash_raw
 from changewatch.model import Decision, DecisionKind, Version
+from changewatch.observe import (
+    NULL_OBSERVER,
+    Observer,
+    observed_decisions,
+    observed_mark_seen,
+    report_seen_error,
+)
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.store import (
     MAX_NEAR_DISTANCE,
@@ -134,6 +141,10 @@ class ChangeWatch:
     ``fingerprint_policy`` (:class:`~changewatch.fingerprint.FingerprintPolicy`) says what of a
     page is noise, per host; binary bodies (PDF, images, archives: by magic bytes or
     ``content_type``) are compared by their raw bytes and a change is always ``changed``.
+
+    ``observer`` (:class:`~changewatch.observe.Observer`) is told every decision, every
+    ``mark_seen`` and every store or seen-set failure (:mod:`changewatch.metrics` turns that
+    into Prometheus metrics); decisions are also logged, one DEBUG line each.
     """
 
     def __init__(
@@ -153,6 +164,7 @@ class ChangeWatch:
         canon_policy: CanonPolicy | None = None,
         allow_mixed_canon: bool = False,
         fingerprint_policy: FingerprintPolicy | None = None,
+        observer: Observer | None = None,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if seen_on_error not in SEEN_ON_ERROR:
@@ -160,6 +172,7 @@ class ChangeWatch:
                 f"seen_on_error must be one of {', '.join(SEEN_ON_ERROR)}, got {seen_on_error!r}"
             )
         self.seen_on_error = seen_on_error
+        self.observer = observer or NULL_OBSERVER
         self.seen_precheck = seen_precheck
         defaults = Settings()
         self._seen_url = seen_url or defaults.seen_url
@@ -221,6 +234,7 @@ class ChangeWatch:
         """
         return self.mark_seen_many([url])[0]
 
+    @observed_mark_seen
     def mark_seen_many(self, urls: Iterable[str]) -> list[bool]:
         """``mark_seen`` for several URLs; every URL is validated before any is added."""
         digests = [digest_canonical(canonicalise(url, self.canon_policy)) for url in urls]
@@ -229,11 +243,13 @@ class ChangeWatch:
         except SeenSetUnavailableError as exc:
             if self.seen_on_error == "raise":
                 raise
+            report_seen_error(self.observer)
             log.warning("seen-set unavailable (%s); assuming %d URL(s) new", exc, len(digests))
             return [True] * len(digests)
 
     # -- fetch time ---------------------------------------------------------------------
 
+    @observed_decisions
     def should_parse(
         self,
         url: str,
@@ -261,6 +277,7 @@ class ChangeWatch:
             return self._raw_unchanged(page, hit)
         return self._decide_batch([page])[0]
 
+    @observed_decisions
     def should_parse_many(self, pages: Iterable[tuple[str, Html]]) -> list[Decision]:
         """``should_parse`` for a batch: one lookup query and one write transaction.
 
@@ -574,13 +591,6 @@ class ChangeWatch:
                 textless = {n.url_digest for n in new if n.fp.text_length == 0}
                 decisions = self._with_duplicates(near, textless, decisions)
             tx.write(now, new, touches, changes)
-        for decision in decisions:
-            log.debug(
-                "decision kind=%s path=%s distance=%s",
-                decision.kind,
-                decision.path,
-                decision.distance,
-            )
         return decisions
 
     def _with_duplicates(
