@@ -301,7 +301,8 @@ def mark_process_dead(pid: int, path: str | None = None) -> None:
 def serve(registry: CollectorRegistry, port: int, addr: str = "127.0.0.1") -> tuple[Any, int]:
     """Serve ``/metrics`` from ``registry`` on a daemon thread; ``(server, port)``.
 
-    ``port=0`` picks a free port, returned.
+    ``port=0`` picks a free port, returned. Stop it with ``server.shutdown()`` then
+    ``server.server_close()``.
     """
     server, _thread = start_http_server(port, addr=addr, registry=registry)
     return server, int(server.server_address[1])

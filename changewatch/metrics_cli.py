@@ -79,4 +79,5 @@ def serve_command(options: Any, port: int, addr: str, interval: float, multiproc
         pass
     finally:
         server.shutdown()
+        server.server_close()
         watch.close()
