@@ -81,6 +81,9 @@ def test_metrics_endpoint_exposes_every_metric_after_a_demo_run(tmp_path: Path) 
 
     for name in METRIC_NAMES:
         assert any(n == name or n.startswith(name + "_") for n in _names(samples)), name
+    # No URL ever reaches a label: only kinds, latency paths and histogram buckets.
+    assert {key for _, labels in samples for key, _ in labels} <= {"kind", "path", "le"}
+    assert not any("://" in value for _, labels in samples for _, value in labels)
     counts = {
         kind: sum(1 for p in decided if p.kind == kind)
         for kind in ("new", "unchanged", "minor", "changed")
