@@ -24,7 +24,7 @@ from ._file_saver import digests, open_set
 
 SAVER = str(Path(__file__).with_name("_file_saver.py"))
 STEP = 10_000
-KILLS = 8
+KILLS = 5
 TIMEOUT_S = 30
 
 
@@ -56,7 +56,7 @@ def digests_at(indices: list[int]) -> list[bytes]:
 def test_sigkill_at_random_moments_leaves_the_old_or_the_new_file(
     tmp_path: Path, kind: str
 ) -> None:
-    """8 SIGKILLs of a process saving in a loop: each time the file loads, old or new."""
+    """5 SIGKILLs of a process saving in a loop: each time the file loads, old or new."""
     path = tmp_path / f"seen.{kind}"
     rng = random.Random()
     last = 0

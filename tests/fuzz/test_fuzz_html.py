@@ -55,30 +55,26 @@ SHAPES: list[tuple[str, Callable[[int], str]]] = [
 
 @pytest.mark.parametrize(("name", "shape"), SHAPES, ids=[name for name, _ in SHAPES])
 def test_fingerprint_time_grows_linearly(name: str, shape: Callable[[int], str]) -> None:
-    """8× the input costs well under 8²× the time: no quadratic blow-up (best of 3)."""
-    small, large = shape(1000), shape(8000)
-    t_small = max(_best_of(fingerprint, small), 1e-4)
-    t_large = _best_of(fingerprint, large)
-    assert t_large / t_small < 24, f"{name}: {t_small:.5f}s → {t_large:.5f}s"
+    """16× the input costs under 100× the time (quadratic: 256×), best of 3.
 
-
-DISTINCT_NAMES: list[tuple[str, Callable[[int], str]]] = [
-    ("on one element", lambda n: "<p " + " ".join(f'a{i}="v"' for i in range(n)) + ">x</p>"),
-    ("across elements", lambda n: "".join(f'<p a{i}="v">x</p>' for i in range(n))),
-]
+    The margin over 16× absorbs cache effects and a loaded machine (CI shares its cores).
+    """
+    t_small = max(_best_of(fingerprint, shape(1000)), 1e-4)
+    t_large = _best_of(fingerprint, shape(16000))
+    assert t_large / t_small < 100, f"{name}: {t_small:.5f}s → {t_large:.5f}s"
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (SECURITY.md): the HTML parser (selectolax/lexbor) slows superlinearly "
-    "with the number of distinct attribute names: on one element ~0.3 s at 8,000 and ~5 s at "
-    "32,000; across elements ~0.4 s at 32,000. Pages are capped at max_page_bytes (10 MiB)",
+    reason="known gap (SECURITY.md): the HTML parser (selectolax/lexbor) is quadratic in the "
+    "distinct attribute names of one element: ~0.3 s at 8,000, ~5 s at 32,000",
 )
-@pytest.mark.parametrize(
-    ("name", "shape"), DISTINCT_NAMES, ids=[name for name, _ in DISTINCT_NAMES]
-)
-def test_distinct_attribute_names_grow_linearly(name: str, shape: Callable[[int], str]) -> None:
-    """n distinct attribute names: 8× n costs < 24× the time (fails today: a known gap)."""
+def test_distinct_attribute_names_on_one_element_grow_linearly() -> None:
+    """16× the distinct attribute names of one element: under 100× the time (fails today)."""
+
+    def shape(n: int) -> str:
+        return "<p " + " ".join(f'a{i}="v"' for i in range(n)) + ">x</p>"
+
     t_small = max(_best_of(fingerprint, shape(1000)), 1e-4)
-    t_large = _best_of(fingerprint, shape(8000))
-    assert t_large / t_small < 24, f"{name}: {t_small:.5f}s → {t_large:.5f}s"
+    t_large = _best_of(fingerprint, shape(16000), repeats=1)
+    assert t_large / t_small < 100, f"{t_small:.5f}s → {t_large:.5f}s"

@@ -61,8 +61,11 @@ def _best_of(fn: object, arg: str, repeats: int = 3) -> float:
     ],
 )
 def test_canonicalise_time_grows_linearly(name: str, shape: object) -> None:
-    """8× the input costs well under 8²× the time: no quadratic blow-up (best of 3)."""
-    small, large = shape(500), shape(4000)  # type: ignore[operator]
-    t_small = max(_best_of(canonicalise, small), 1e-4)  # canonicalise caps length: errors count
-    t_large = _best_of(canonicalise, large)
-    assert t_large / t_small < 24, f"{name}: {t_small:.5f}s → {t_large:.5f}s"
+    """16× the input costs under 100× the time (quadratic: 256×), best of 3, length cap lifted."""
+
+    def uncapped(url: str) -> str:
+        return canonicalise(url, max_length=10**8)
+
+    t_small = max(_best_of(uncapped, shape(250)), 1e-4)  # type: ignore[operator]
+    t_large = _best_of(uncapped, shape(4000))  # type: ignore[operator]
+    assert t_large / t_small < 100, f"{name}: {t_small:.5f}s → {t_large:.5f}s"
