@@ -126,8 +126,9 @@ def observed_decisions(
 ) -> Callable[Concatenate[W, P], R]:
     """Wrap ``should_parse``/``should_parse_many``: time it, log and report its decisions.
 
-    A :class:`~changewatch.errors.StoreError` is reported as ``on_error("store")`` and
-    re-raised.
+    A :class:`~changewatch.errors.StoreError` is reported as ``on_error("store")``, a
+    :class:`~changewatch.errors.SeenSetError` (the ``seen_precheck`` lookup) as
+    ``on_error("seen")``; both are re-raised.
     """
 
     @functools.wraps(method)
@@ -137,6 +138,9 @@ def observed_decisions(
             result = method(self, *args, **kwargs)
         except StoreError:
             self.observer.on_error("store")
+            raise
+        except SeenSetError:
+            self.observer.on_error("seen")
             raise
         seconds = time.perf_counter() - started
         decisions = [result] if isinstance(result, Decision) else result
