@@ -1,4 +1,4 @@
-"""Hypothesis strategies for hostile crawler input: URLs and HTML (and the fuzz profiles).
+"""Hypothesis strategies for hostile input: URLs, HTML and sitemaps; and the fuzz profiles.
 
 Shared by the fuzz tests here; the atheris targets beside them build the same shapes from
 raw fuzzer bytes. Profiles: ``fuzz-ci`` (``CI=true``: more examples) and ``fuzz-dev``; each
@@ -7,6 +7,7 @@ example must finish within :data:`EXAMPLE_DEADLINE` (no hang on any input).
 
 from __future__ import annotations
 
+import gzip
 import os
 from datetime import timedelta
 
@@ -145,3 +146,68 @@ def html_documents(draw: st.DrawFn) -> str | bytes:
     if form == "raw":
         return draw(st.binary(max_size=200))
     return document.encode(form, errors="replace")
+
+
+# -- sitemaps ------------------------------------------------------------------------------
+
+_xml_unsafe = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_lastmods = st.one_of(
+    st.dates().map(str),
+    st.datetimes().map(lambda d: d.isoformat() + "Z"),
+    st.sampled_from(["2026-13-45", "yesterday", "", "0000-00-00T00:00:00+25:00", "2026-03-01T12"]),
+)
+_namespaces = st.sampled_from(
+    ["", ' xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"', ' xmlns="urn:bogus"',
+     ' xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"']
+)  # fmt: skip
+_hostile = st.sampled_from(
+    ["", '<!DOCTYPE urlset [<!ENTITY x "xxxxxxxxxx">]>', '<!DOCTYPE x SYSTEM "file:///etc/passwd">',
+     "<?xml-stylesheet href='x'?>", "<!-- comment -->", "<![CDATA[", "\x00", "&x;"]
+)  # fmt: skip
+
+
+def _loc(url: str, cdata: bool) -> str:
+    return f"<![CDATA[{url}]]>" if cdata and "]]>" not in url else url.translate(_xml_unsafe)
+
+
+@st.composite
+def sitemap_documents(draw: st.DrawFn) -> bytes:
+    """Sitemaps and feeds, valid and hostile: urlset, index, text, RSS, Atom, gzip, encodings."""
+    site = "https://example.com/"
+    locs = draw(
+        st.lists(
+            st.one_of(st.builds(lambda p: site + p, _segment), urls(), st.just(site + "a?b=1&c=2")),
+            max_size=12,
+        )
+    )
+    kind = draw(st.sampled_from(["urlset", "sitemapindex", "text", "rss", "atom", "raw"]))
+    prolog = draw(st.sampled_from(["", '<?xml version="1.0" encoding="UTF-8"?>', "\ufeff"]))
+    hostile = draw(_hostile)
+    cdata = draw(st.booleans())
+    if kind == "raw":
+        return draw(st.binary(max_size=300))
+    if kind == "text":
+        body = "\n".join(locs)
+    elif kind in ("urlset", "sitemapindex"):
+        item = "url" if kind == "urlset" else "sitemap"
+        entries = "".join(
+            f"<{item}><loc>{_loc(loc, cdata)}</loc><lastmod>{draw(_lastmods)}</lastmod>"
+            f"{draw(st.sampled_from(['', '<image:image/>', '<priority>2</priority>']))}</{item}>"
+            for loc in locs
+        )
+        body = f"{prolog}{hostile}<{kind}{draw(_namespaces)}>{entries}</{kind}>"
+    elif kind == "rss":
+        items = "".join(f"<item><link>{_loc(loc, cdata)}</link></item>" for loc in locs)
+        body = f'{prolog}{hostile}<rss version="2.0"><channel>{items}</channel></rss>'
+    else:
+        items = "".join(
+            f'<entry><link href="{loc.translate(_xml_unsafe)}"/></entry>' for loc in locs
+        )
+        body = f'{prolog}{hostile}<feed xmlns="http://www.w3.org/2005/Atom">{items}</feed>'
+    if draw(st.booleans()):  # cut short
+        body = body[: draw(st.integers(0, len(body)))]
+    encoding = draw(st.sampled_from(["utf-8", "utf-8", "utf-16", "latin-1"]))
+    data = body.encode(encoding, errors="replace")
+    if draw(st.integers(0, 4)) == 0:
+        data = gzip.compress(data)
+    return data

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import given
 from changewatch import fingerprint
 from changewatch.fingerprint import content_sha256, normalise, raw_sha256
 
+from ._timing import MAX_GROWTH, growth
 from .strategies import FUZZ, html_documents
 
 
@@ -31,15 +31,6 @@ def test_normalise_and_fingerprint_agree_on_any_document(html: str | bytes) -> N
     assert 0 <= fp.simhash < 2**64
 
 
-def _best_of(fn: Callable[[str], object], arg: str, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn(arg)
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 SHAPES: list[tuple[str, Callable[[int], str]]] = [
     ("deep nesting", lambda n: "<div>" * n + "x" + "</div>" * n),
     ("unclosed tags", lambda n: "<p><b><i>word " * n),
@@ -55,13 +46,12 @@ SHAPES: list[tuple[str, Callable[[int], str]]] = [
 
 @pytest.mark.parametrize(("name", "shape"), SHAPES, ids=[name for name, _ in SHAPES])
 def test_fingerprint_time_grows_linearly(name: str, shape: Callable[[int], str]) -> None:
-    """16× the input costs under 100× the time (quadratic: 256×), best of 3.
+    """16× the input costs under 100× the time (quadratic: 256×); see _timing.growth.
 
     The margin over 16× absorbs cache effects and a loaded machine (CI shares its cores).
     """
-    t_small = max(_best_of(fingerprint, shape(1000)), 1e-4)
-    t_large = _best_of(fingerprint, shape(16000))
-    assert t_large / t_small < 100, f"{name}: {t_small:.5f}s → {t_large:.5f}s"
+    n, t_small, t_large = growth(fingerprint, shape)
+    assert t_large / t_small < MAX_GROWTH, f"{name}: n={n} {t_small:.5f}s → {t_large:.5f}s"
 
 
 @pytest.mark.xfail(
@@ -75,6 +65,5 @@ def test_distinct_attribute_names_on_one_element_grow_linearly() -> None:
     def shape(n: int) -> str:
         return "<p " + " ".join(f'a{i}="v"' for i in range(n)) + ">x</p>"
 
-    t_small = max(_best_of(fingerprint, shape(1000)), 1e-4)
-    t_large = _best_of(fingerprint, shape(16000), repeats=1)
-    assert t_large / t_small < 100, f"{t_small:.5f}s → {t_large:.5f}s"
+    n, t_small, t_large = growth(fingerprint, shape, min_seconds=0.002, large_repeats=1)
+    assert t_large / t_small < MAX_GROWTH, f"n={n}: {t_small:.5f}s → {t_large:.5f}s"
