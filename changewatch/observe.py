@@ -37,6 +37,7 @@ __all__ = [
     "observed_decisions",
     "observed_mark_seen",
     "path_group",
+    "report_seen_error",
 ]
 
 decision_log = logging.getLogger("changewatch.decisions")
