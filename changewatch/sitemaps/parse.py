@@ -2,9 +2,10 @@
 
 Pure: no I/O, no network, no clock. Feed the body in chunks as it arrives::
 
-    parser = SitemapParser("https://example.com/sitemap.xml")
+    parser = SitemapParser("https://example.com/sitemap.xml.gz")
     for chunk in body:
-        handle(parser.feed(chunk))
+        for entry in parser.feed_iter(chunk):   # or: handle(parser.feed(chunk))
+            handle(entry)
     handle(parser.close())
 
 Reads XML ``urlset`` and ``sitemapindex`` (any or no namespace, BOM, leading whitespace,
@@ -82,7 +83,10 @@ class SitemapParser:
         gzipped: bool | None = None,
         strict: bool = False,
     ) -> None:
-        host = urlsplit(sitemap_url).hostname
+        try:
+            host = urlsplit(sitemap_url).hostname
+        except ValueError:  # "http://[::1", a bad IPv6 literal
+            host = None
         if not host:
             raise InvalidURLError(sitemap_url, "a sitemap URL needs a host")
         self.url = sitemap_url
@@ -246,7 +250,7 @@ class SitemapParser:
             return b""
         if start.startswith(GZIP_MAGIC):
             raise SitemapParseError(
-                self.url, "gzip data inside an already decoded body: never inflated twice"
+                self.url, "gzip data inside a decoded or inflated body: never inflated twice"
             )
         self._mode = "xml" if start.startswith(b"<") else "text"
         return start

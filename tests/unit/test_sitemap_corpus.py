@@ -145,7 +145,7 @@ CORPUS: dict[str, Expected] = {
         ((1, "http://www.example.com/2", None),),
     ),
     "sitemaps/sitemap.index.xml": Expected(
-        # <sitemap>URL</sitemap> without <loc>: accepted, as crawler-commons does.
+        # <sitemap>URL</sitemap> without <loc>: accepted (the URL is the element's own text).
         "https://example.com/sitemap_index.xml",
         "sitemapindex",
         15,

@@ -67,6 +67,8 @@ def test_sitemap_url_without_host_is_rejected() -> None:
         SitemapParser("/sitemap.xml")
     with pytest.raises(InvalidURLError):
         parse_sitemap(b"", "not a url")
+    with pytest.raises(InvalidURLError):
+        SitemapParser("http://[::1/sitemap.xml")
 
 
 def test_limits_are_the_protocol_defaults() -> None:
@@ -361,3 +363,10 @@ def test_generated_sitemaps_round_trip(
 
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def test_gzip_inside_gzip_is_not_inflated_twice() -> None:
+    """A .gz file gzipped again (a double-encoded body): the inner layer is refused."""
+    inner = gzip.compress(b"<urlset><url><loc>http://www.example.com/</loc></url></urlset>")
+    with pytest.raises(SitemapParseError, match="never inflated twice"):
+        parse_sitemap(gzip.compress(inner), EX)
