@@ -14,8 +14,8 @@ from ._history import read_state
 from ._load import LoadReport, check_store, load_worker
 
 WORKERS = 8
-PAGES = 100
-POOL = 40
+PAGES = 300
+POOL = 100
 
 
 @pytest.mark.postgres
