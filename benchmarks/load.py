@@ -6,7 +6,9 @@ every store counter is checked against what the workers were told (fetch_count =
 version rows = new + changed + minor decisions, contiguous version numbers) and the figures
 are printed: throughput (pages/s over the slowest worker's time), p50 and p99 latency of one
 ``should_parse`` call, and, as the peer measured in the same run, the same pages from one
-worker alone on a fresh database — the ratio says what concurrency buys (or costs).
+worker alone on a fresh database, drawing from 1/W of the pool so that each URL is fetched
+as often as in the concurrent run (the same mix of decisions) — the ratio says what
+concurrency buys (or costs).
 
     python benchmarks/load.py [--pages 20000] [--workers 8] [--pool 5000] [--quick] [--json]
         [--pg-url ADMIN_URL]  (or $CHANGEWATCH_BENCH_PG_URL)
@@ -89,12 +91,15 @@ def main() -> None:
     admin_url = args.pg_url or DEFAULT_PG_URL
     timeout_s = max(120.0, args.pages * 0.1)
     many = _run(admin_url, args.workers, args.pages, args.pool, timeout_s)
-    # The peer: one worker, the same number of pages per worker, on a fresh database.
-    one = _run(admin_url, 1, args.pages, args.pool, timeout_s)
+    # The peer: one worker, the same pages per worker, on a fresh database, over 1/W of the
+    # pool, so each URL is fetched as often as in the concurrent run (the same decision mix).
+    peer_pool = max(1, args.pool // args.workers)
+    one = _run(admin_url, 1, args.pages, peer_pool, timeout_s)
     result = {
         "workers": args.workers,
         "pages_per_worker": args.pages,
         "pool": args.pool,
+        "peer_pool": peer_pool,
         "concurrent": _figures(many),
         "single_worker_peer": _figures(one),
         "throughput_ratio_vs_single": round(many.throughput / one.throughput, 2),
