@@ -92,7 +92,7 @@ def test_connection_cut_at_commit_fails_the_batch_and_a_retry_loses_nothing(
         # (nothing duplicated); the fetches of the batch are counted twice, as they were sent twice.
         assert all(d.kind == "unchanged" for d in retry)
         assert sum(state.fetches.values()) == sum(before.fetches.values()) + 2 * len(_batch(1))
-    assert observer.store_errors._value.get() == 1  # type: ignore[attr-defined]
+    assert observer.registry.get_sample_value("changewatch_store_errors_total") == 1
 
 
 def test_backend_terminated_mid_transaction_fails_the_batch_and_a_retry_succeeds(

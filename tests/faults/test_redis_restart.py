@@ -58,8 +58,8 @@ def test_mark_seen_follows_on_error_and_keeps_acked_adds_across_kill_9(
         with caplog.at_level(logging.WARNING, logger="changewatch"):
             assert lenient.mark_seen(acked[1]) is True  # assumed new: fetched twice, never missed
         assert "assuming 1 URL(s) new" in caplog.text
-        assert raising_observer.seen_errors._value.get() == 1  # type: ignore[attr-defined]
-        assert lenient_observer.seen_errors._value.get() == 1  # type: ignore[attr-defined]
+        assert raising_observer.registry.get_sample_value("changewatch_seen_errors_total") == 1
+        assert lenient_observer.registry.get_sample_value("changewatch_seen_errors_total") == 1
 
         server.start()  # replays the AOF
         assert strict.mark_seen_many(acked) == [False] * 50  # every acknowledged add survived
