@@ -28,9 +28,19 @@ from rich.text import Text
 from sqlalchemy.engine import make_url
 
 from changewatch._version import __version__
-from changewatch.config import DEFAULT_DATABASE_URL, DEFAULT_SEEN_URL, Settings, load_settings
+from changewatch.config import (
+    DEFAULT_DATABASE_URL,
+    DEFAULT_SEEN_URL,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    Settings,
+    load_log_settings,
+    load_settings,
+)
 from changewatch.demo import DemoReport, run_demo
 from changewatch.errors import ChangewatchError
+from changewatch.logs import configure_logging
+from changewatch.metrics_cli import metrics
 from changewatch.model import Decision, Version
 from changewatch.schedule import DuePage
 from changewatch.store import create_engine, redact
@@ -255,10 +265,28 @@ def _fields_table(rows: Mapping[str, object], title: str) -> Table:
     metavar="URL",
     help=f"Seen-set: memory: or file:PATH [env CHANGEWATCH_SEEN_URL; default {DEFAULT_SEEN_URL}]",
 )
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    help="Log lines as key=value or JSON [env CHANGEWATCH_LOG_FORMAT; default kv]",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    help="DEBUG logs one line per decision [env CHANGEWATCH_LOG_LEVEL; default WARNING]",
+)
 @click.pass_context
-def main(ctx: click.Context, database_url: str | None, seen_url: str | None) -> None:
+def main(
+    ctx: click.Context,
+    database_url: str | None,
+    seen_url: str | None,
+    log_format: str | None,
+    log_level: str | None,
+) -> None:
     """Tell a crawler whether a fetched page changed since it was last stored."""
     ctx.obj = _Options(database_url, seen_url)
+    logs = load_log_settings()
+    configure_logging(log_format or logs.format, (log_level or logs.level).upper())
 
 
 @main.group()
@@ -607,3 +635,6 @@ def diff(
     else:
         for line in result.lines:
             click.echo(line)
+
+
+main.add_command(metrics)

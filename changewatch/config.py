@@ -14,6 +14,9 @@
     ``assume-new``; default ``raise``
 ``CHANGEWATCH_URL_POLICY``
     what of a URL the store keeps: ``full``, ``no-query`` or ``none``; default ``full``
+``CHANGEWATCH_LOG_FORMAT``, ``CHANGEWATCH_LOG_LEVEL``
+    log lines as ``kv`` (key=value) or ``json``, and the level; default ``kv``, ``WARNING``
+    (:func:`load_log_settings`, applied by :func:`changewatch.logs.configure_logging`)
 ``CHANGEWATCH_CANON_POLICY``
     path of a TOML file with the URL canonicalisation policy (docs/canonicalisation.md) and,
     in its ``[fingerprint]`` table, the content fingerprint policy (docs/fingerprints.md);
@@ -41,8 +44,12 @@ __all__ = [
     "DEFAULT_MAX_PAGE_BYTES",
     "DEFAULT_MINOR_DISTANCE",
     "DEFAULT_SEEN_URL",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
     "SEEN_ON_ERROR",
     "URL_POLICIES",
+    "LogFormat",
+    "LogSettings",
     "SeenOnError",
     "Settings",
     "UrlPolicy",
@@ -50,6 +57,7 @@ __all__ = [
     "fingerprint_policy_from_mapping",
     "load_canon_policy",
     "load_fingerprint_policy",
+    "load_log_settings",
     "load_settings",
 ]
 
@@ -350,3 +358,43 @@ def _fingerprint_rules(
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+# -- logging (read by the CLI and by applications that call changewatch.logs) ----------------
+
+LogFormat = Literal["kv", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("kv", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    """``CHANGEWATCH_LOG_FORMAT`` (``kv`` or ``json``; default ``kv``) and
+    ``CHANGEWATCH_LOG_LEVEL`` (``DEBUG`` … ``ERROR``; default ``WARNING``)."""
+
+    format: LogFormat = "kv"
+    level: str = "WARNING"
+
+    def __post_init__(self) -> None:
+        if self.format not in LOG_FORMATS:
+            raise ConfigError(
+                f"CHANGEWATCH_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, "
+                f"got {self.format!r}"
+            )
+        if self.level not in LOG_LEVELS:
+            raise ConfigError(
+                f"CHANGEWATCH_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.level!r}"
+            )
+
+
+def load_log_settings(environ: Mapping[str, str] | None = None) -> LogSettings:
+    """Read the logging variables (from ``os.environ`` unless given).
+
+    >>> load_log_settings({"CHANGEWATCH_LOG_FORMAT": "json"}).format
+    'json'
+    """
+    env = os.environ if environ is None else environ
+    return LogSettings(
+        format=cast(LogFormat, (env.get("CHANGEWATCH_LOG_FORMAT") or "kv").lower()),
+        level=(env.get("CHANGEWATCH_LOG_LEVEL") or "WARNING").upper(),
+    )

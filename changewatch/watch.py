@@ -68,6 +68,13 @@ from changewatch.fingerprint import (
 )
 from changewatch.fingerprint import raw_sha256 as hash_raw
 from changewatch.model import Decision, DecisionKind, Version
+from changewatch.observe import (
+    NULL_OBSERVER,
+    Observer,
+    observed_decisions,
+    observed_mark_seen,
+    report_seen_error,
+)
 from changewatch.schedule import DuePage
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.store import (
@@ -152,6 +159,9 @@ class ChangeWatch:
     that of one of the page's last ``flip_window`` versions is recorded with ``reverted_to``
     (that version's number) — a flip-flop. "unchanged" compares with the current version
     only, so A → B → A is a change (version 3, ``reverted_to=1``), not "unchanged".
+    ``observer`` (:class:`~changewatch.observe.Observer`) is told every decision, every
+    ``mark_seen`` and every store or seen-set failure (:mod:`changewatch.metrics` turns that
+    into Prometheus metrics); decisions are also logged, one DEBUG line each.
     """
 
     def __init__(
@@ -173,6 +183,7 @@ class ChangeWatch:
         fingerprint_policy: FingerprintPolicy | None = None,
         flip_window: int = DEFAULT_FLIP_WINDOW,
         store_text: bool = False,
+        observer: Observer | None = None,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if isinstance(flip_window, bool) or not isinstance(flip_window, int) or flip_window < 0:
@@ -183,6 +194,7 @@ class ChangeWatch:
                 f"seen_on_error must be one of {', '.join(SEEN_ON_ERROR)}, got {seen_on_error!r}"
             )
         self.seen_on_error = seen_on_error
+        self.observer = observer or NULL_OBSERVER
         self.seen_precheck = seen_precheck
         defaults = Settings()
         self._seen_url = seen_url or defaults.seen_url
@@ -246,6 +258,7 @@ class ChangeWatch:
         """
         return self.mark_seen_many([url])[0]
 
+    @observed_mark_seen
     def mark_seen_many(self, urls: Iterable[str]) -> list[bool]:
         """``mark_seen`` for several URLs; every URL is validated before any is added."""
         digests = [digest_canonical(canonicalise(url, self.canon_policy)) for url in urls]
@@ -254,11 +267,13 @@ class ChangeWatch:
         except SeenSetUnavailableError as exc:
             if self.seen_on_error == "raise":
                 raise
+            report_seen_error(self.observer)
             log.warning("seen-set unavailable (%s); assuming %d URL(s) new", exc, len(digests))
             return [True] * len(digests)
 
     # -- fetch time ---------------------------------------------------------------------
 
+    @observed_decisions
     def should_parse(
         self,
         url: str,
@@ -302,6 +317,7 @@ class ChangeWatch:
             return self._raw_unchanged(page, hit)
         return self._decide_batch([page])[0]
 
+    @observed_decisions
     def should_parse_many(self, pages: Iterable[BatchPage]) -> list[Decision]:
         """``should_parse`` for a batch: one lookup query and one write transaction.
 
@@ -712,13 +728,6 @@ class ChangeWatch:
             tx.write(now, new, touches, changes)
             if self.store_text:
                 write_texts(tx, now, self._texts(pages, decisions))
-        for decision in decisions:
-            log.debug(
-                "decision kind=%s path=%s distance=%s",
-                decision.kind,
-                decision.path,
-                decision.distance,
-            )
         return decisions
 
     def _mark_reversions(

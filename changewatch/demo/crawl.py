@@ -26,6 +26,7 @@ from selectolax.lexbor import LexborHTMLParser
 from changewatch.demo.site import HOME_PATH, DemoServer, Site, changed_site, first_site
 from changewatch.errors import ChangewatchError, ConfigError
 from changewatch.model import Version
+from changewatch.observe import Observer
 from changewatch.watch import ChangeWatch
 
 __all__ = [
@@ -105,11 +106,17 @@ class DemoReport:
         return {p.kind for crawl in self.crawls for p in crawl.pages}
 
 
-def run_demo(workdir: Path, *, progress: Callable[[str], None] | None = None) -> DemoReport:
+def run_demo(
+    workdir: Path,
+    *,
+    progress: Callable[[str], None] | None = None,
+    observer: Observer | None = None,
+) -> DemoReport:
     """Serve the bundled site, crawl it, change it, crawl it again; return the report.
 
     ``workdir`` must be empty or absent; it receives ``cw.db`` (the SQLite store) and one
-    seen-set file per crawl. ``progress`` is called with a line before each step.
+    seen-set file per crawl. ``progress`` is called with a line before each step;
+    ``observer`` is handed to both crawls' watches (metrics, see :mod:`changewatch.observe`).
     """
     say = progress or (lambda _line: None)
     workdir = _prepare_workdir(workdir)
@@ -120,7 +127,7 @@ def run_demo(workdir: Path, *, progress: Callable[[str], None] | None = None) ->
         home = base + HOME_PATH
 
         say(f"crawl 1: {home}")
-        with ChangeWatch(database_url, _seen_url(workdir, 1)) as watch:
+        with ChangeWatch(database_url, _seen_url(workdir, 1), observer=observer) as watch:
             first = _crawl(watch, opener, base, [home], server.site)
         known = [p.url for p in first if p.status == 200]
 
@@ -128,7 +135,7 @@ def run_demo(workdir: Path, *, progress: Callable[[str], None] | None = None) ->
         say("changed the site: noise everywhere, an edit, a rewrite, a page added, one removed")
 
         say(f"crawl 2: {home} and the {len(known)} known pages")
-        with ChangeWatch(database_url, _seen_url(workdir, 2)) as watch:
+        with ChangeWatch(database_url, _seen_url(workdir, 2), observer=observer) as watch:
             second = _crawl(watch, opener, base, [home, *known], server.site)
             histories = tuple(
                 PageHistory(p.path, p.url, tuple(watch.history(p.url)))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from changewatch import ChangeWatch
@@ -12,6 +14,38 @@ from ._pages import long_page, page, words
 
 URL = "https://example.com/race"
 TIMEOUT_S = 90
+
+
+def run_processes(
+    target: Callable[..., None],
+    args_per_worker: list[tuple[Any, ...]],
+    timeout_s: float = TIMEOUT_S,
+) -> list[Any]:
+    """Start one spawned process per argument tuple, released together by a barrier.
+
+    ``target(*args, barrier, results)`` puts ``("ok", detail)`` or ``("error", traceback)``
+    on ``results``; any error fails the run. Returns the details, in arrival order.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(args_per_worker))
+    results = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, barrier, results)) for args in args_per_worker]
+    for proc in procs:
+        proc.start()
+    try:
+        outcomes = [results.get(timeout=timeout_s) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(timeout=timeout_s)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        results.close()
+        results.join_thread()
+    errors = [detail for status, detail in outcomes if status != "ok"]
+    assert not errors, "\n".join(errors)
+    assert [proc.exitcode for proc in procs] == [0] * len(procs)
+    return [detail for _, detail in outcomes]
 
 
 def same_page_worker(database_url: str, barrier: Any, results: Any) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -14,37 +12,13 @@ import sqlalchemy as sa
 from changewatch import ChangeWatch, url_digest
 from changewatch.store.tables import page_snapshots, page_versions
 
-from ._race_workers import TIMEOUT_S, URL, batch_worker, same_page_worker
+from ._race_workers import URL, batch_worker, run_processes, same_page_worker
 
 WORKERS = 8
 
 
-def _run(target: Callable[..., None], args_per_worker: list[tuple[Any, ...]]) -> list[Any]:
-    """Start one spawned process per argument tuple, released together by a barrier."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(len(args_per_worker))
-    results = ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*args, barrier, results)) for args in args_per_worker]
-    for proc in procs:
-        proc.start()
-    try:
-        outcomes = [results.get(timeout=TIMEOUT_S) for _ in procs]
-    finally:
-        for proc in procs:
-            proc.join(timeout=TIMEOUT_S)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        results.close()
-        results.join_thread()
-    errors = [detail for status, detail in outcomes if status != "ok"]
-    assert not errors, "\n".join(errors)
-    assert [proc.exitcode for proc in procs] == [0] * len(procs)
-    return [detail for _, detail in outcomes]
-
-
 def _assert_same_page_race(database_url: str) -> None:
-    kinds = _run(same_page_worker, [(database_url,)] * WORKERS)
+    kinds = run_processes(same_page_worker, [(database_url,)] * WORKERS)
     assert Counter(kinds) == {"new": 1, "unchanged": WORKERS - 1}
     engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
     try:
@@ -83,7 +57,7 @@ def test_overlapping_batches_from_eight_processes_keep_the_invariants(
     """8 processes × overlapping random batches: counts and version rows match the decisions."""
     database_url = make_pg_database()
     rounds = 3
-    reports = _run(batch_worker, [(database_url, seed, rounds) for seed in range(WORKERS)])
+    reports = run_processes(batch_worker, [(database_url, seed, rounds) for seed in range(WORKERS)])
     calls: Counter[str] = Counter()
     versions_decided: Counter[str] = Counter()
     for report in reports:
