@@ -25,7 +25,7 @@ from changewatch.store.migrate import (
 from changewatch.store.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"page_snapshots", "page_versions"}
+TABLES = {"page_snapshots", "page_versions", "reconcile_runs", "reconcile_findings"}
 
 
 def _tables(engine: sa.Engine) -> set[str]:
