@@ -5,5 +5,15 @@
 """
 
 from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapKind, SitemapURL
+from changewatch.sitemaps.parse import ParsedSitemap, SitemapParser, parse_lastmod, parse_sitemap
 
-__all__ = ["ChildSitemap", "Limits", "SitemapKind", "SitemapURL"]
+__all__ = [
+    "ChildSitemap",
+    "Limits",
+    "ParsedSitemap",
+    "SitemapKind",
+    "SitemapParser",
+    "SitemapURL",
+    "parse_lastmod",
+    "parse_sitemap",
+]

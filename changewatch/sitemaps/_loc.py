@@ -1,0 +1,83 @@
+"""Checking one listed URL: absolute http(s), clean characters, on an allowed host.
+
+Pure. Each refusal has a short reason; the parser counts them in ``SitemapParser.skipped``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from urllib.parse import urlsplit
+
+__all__ = ["MAX_LOC_CHARS", "check_loc", "host_key"]
+
+#: sitemaps.org: "[the URL] must be less than 2,048 characters".
+MAX_LOC_CHARS = 2_048
+
+#: C0 controls, DEL and C1 controls: never valid in a URL (RFC 3986 §2), and a classic way to
+#: make two parsers disagree on where a host ends.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Whitespace left inside after trimming (RFC 3986 has no unescaped space).
+_INNER_SPACE = re.compile(r"\s")
+
+
+def host_key(host: str) -> str:
+    """The form hosts are compared in: lower case, no trailing dot, IDNA (punycode) labels.
+
+    >>> host_key("WWW.Example.COM.")
+    'www.example.com'
+    >>> host_key("bücher.example")
+    'xn--bcher-kva.example'
+    """
+    host = host.strip().rstrip(".").lower()
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return host
+
+
+def check_loc(text: str, allowed_hosts: Collection[str]) -> tuple[str | None, str | None]:
+    """``(loc, None)`` for an acceptable listed URL, else ``(None, reason)``.
+
+    ``allowed_hosts`` holds :func:`host_key` forms. Per sitemaps.org a sitemap lists URLs of
+    its own host only; cross-submits (a robots.txt ``Sitemap:`` line on another host) arrive
+    as extra allowed hosts.
+
+    >>> check_loc("  http://example.com/a  ", {"example.com"})
+    ('http://example.com/a', None)
+    >>> check_loc("http://other.test/", {"example.com"})
+    (None, 'off-host')
+    >>> check_loc("ftp://example.com/", {"example.com"})
+    (None, 'not http(s)')
+    """
+    loc = text.strip(" \t\r\n")
+    if not loc:
+        return None, "missing loc"
+    if len(loc) >= MAX_LOC_CHARS:
+        return None, "too long"
+    if _CONTROL.search(loc):
+        return None, "control characters"
+    if _INNER_SPACE.search(loc):
+        return None, "whitespace"
+    if "\\" in loc:
+        # WHATWG URL parsers read "\" as "/" in http(s) URLs, others do not: refuse both readings.
+        return None, "backslash"
+    try:
+        parts = urlsplit(loc)
+        scheme = parts.scheme.lower()
+        host = parts.hostname
+        _ = parts.port  # raises ValueError on a port that is not a number in range
+    except ValueError:
+        return None, "invalid URL"
+    if scheme not in ("http", "https"):
+        return None, "not http(s)"
+    if not host:
+        return None, "no host"
+    if parts.username is not None or parts.password is not None:
+        # "http://example.com@evil.test/" reads as host evil.test; a sitemap never needs userinfo.
+        return None, "credentials"
+    if host_key(host) not in allowed_hosts:
+        return None, "off-host"
+    return loc, None

@@ -1,0 +1,468 @@
+"""The streaming sitemap parser over the real corpus, every format, and chunked input."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from changewatch.errors import InvalidURLError, SitemapError, SitemapParseError
+from changewatch.sitemaps import (
+    ChildSitemap,
+    Limits,
+    ParsedSitemap,
+    SitemapParser,
+    SitemapURL,
+    parse_sitemap,
+)
+
+# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
+SHARED_CORPUS = Path(
+    os.environ.get("CHANGEWATCH_CORPUS")
+    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
+)
+CC = SHARED_CORPUS / "sitemaps-crawler-commons"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one corpus file must parse to, read from the sitemap URL ``url``."""
+
+    url: str
+    kind: str | None = None
+    count: int = 0
+    #: (index, loc, lastmod ISO or None) samples.
+    samples: tuple[tuple[int, str, str | None], ...] = ()
+    skipped: dict[str, int] | None = None
+    error: type[SitemapError] | None = None
+
+
+EX = "http://www.example.com/sitemap.xml"
+UTC_0 = "+00:00"
+
+#: Every file of the corpus, with its outcome. A new file without a row fails the test below.
+CORPUS: dict[str, Expected] = {
+    "sitemaps/atom.xml": Expected(
+        "http://example.org/feed/",
+        "atom",
+        1,
+        # The first link of the entry without rel (= alternate), not the rel="edit" one.
+        ((0, "http://example.org/2003/12/13/atom03", "2003-12-13T18:30:02" + UTC_0),),
+    ),
+    "sitemaps/do-not-visit.txt": Expected(
+        EX, "text", 1, ((0, "http://www.example.com/do-not-visit-here", None),)
+    ),
+    "sitemaps/extension/hebdenbridgetimes-articles-sitemap.xml": Expected(
+        "http://www.hebdenbridgetimes.co.uk/sitemap.xml",
+        "urlset",
+        74,
+        (
+            (
+                0,
+                "http://www.hebdenbridgetimes.co.uk/news/local/"
+                "video-tour-de-yorkshire-in-calderdale-1-7242580",
+                # 2015-05-03T18:51:50+01:00 in UTC
+                "2015-05-03T17:51:50" + UTC_0,
+            ),
+            (
+                73,
+                "http://www.hebdenbridgetimes.co.uk/news/local/"
+                "now-you-see-it-now-you-don-t-it-s-off-the-wall-1-7229940",
+                "2015-04-26T16:47:55" + UTC_0,
+            ),
+        ),
+    ),
+    "sitemaps/extension/pagemaps-sitemap.xml": Expected(
+        EX,
+        "urlset",
+        2,
+        ((0, "http://www.example.com/foo", None), (1, "http://www.example.com/bar", None)),
+    ),
+    "sitemaps/extension/shinpaideshou-news-sitemap.xml": Expected(
+        "https://shinpaideshou.wordpress.com/sitemap.xml",
+        "urlset",
+        3,
+        (
+            (
+                0,
+                "https://shinpaideshou.wordpress.com/2017/04/25/"
+                "job-opening-reischauer-policy-research-fellow/",
+                None,  # news:publication_date is an extension: not a lastmod
+            ),
+        ),
+    ),
+    "sitemaps/extension/sitemap-images.xml": Expected(
+        # image:loc (on example.com) is not an entry: one URL, nothing off-host.
+        EX,
+        "urlset",
+        1,
+        ((0, "http://www.example.com/images/some_image_landing_page.html", None),),
+        skipped={},
+    ),
+    "sitemaps/extension/sitemap-links.xml": Expected(
+        EX,
+        "urlset",
+        3,
+        (
+            (0, "http://www.example.com/english/", None),
+            (2, "http://www.example.com/schweiz-deutsch/", None),
+        ),
+    ),
+    "sitemaps/extension/sitemap-mobile.xml": Expected(
+        EX, "urlset", 3, ((2, "http://www.example.com/no-mobile/", None),)
+    ),
+    "sitemaps/extension/sitemap-news.xml": Expected(
+        "http://www.example.org/sitemap.xml",
+        "urlset",
+        2,
+        ((1, "http://www.example.org/empty_news_name.html", None),),
+    ),
+    "sitemaps/extension/sitemap-videos-tvshow.xml": Expected(
+        "https://example.org/sitemap.xml",
+        "urlset",
+        1,
+        ((0, "https://example.org/my-tv-show/23/13/", None),),
+    ),
+    "sitemaps/extension/sitemap-videos.xml": Expected(
+        EX,
+        "urlset",
+        3,
+        ((2, "http://www.example.com/videos/some_video_landing_page-3.html", None),),
+    ),
+    "sitemaps/sitemap-with-bom.txt": Expected(
+        "http://www.domain.com/sitemap.txt",
+        "text",
+        2,
+        ((0, "http://www.domain.com/page1.html", None),),  # the BOM is not part of the URL
+    ),
+    "sitemaps/sitemap.badns.xml": Expected(
+        # Google's old namespace: tolerated; the loc with surrounding whitespace is trimmed.
+        EX,
+        "urlset",
+        2,
+        ((1, "http://www.example.com/2", None),),
+    ),
+    "sitemaps/sitemap.index.xml": Expected(
+        # <sitemap>URL</sitemap> without <loc>: accepted, as crawler-commons does.
+        "https://example.com/sitemap_index.xml",
+        "sitemapindex",
+        15,
+        (
+            (0, "https://example.com/sitemap.jss?portalCode=10260&lang=en", None),
+            (14, "https://example.com/sitemap.jss?portalCode=10570&lang=en", None),
+        ),
+    ),
+    "sitemaps/sitemap.ns.xml": Expected(EX, "urlset", 2, ((0, "http://www.example.com/1", None),)),
+    "sitemaps/sitemap.txt": Expected(
+        "http://www.domain.com/sitemap.txt",
+        "text",
+        2,
+        ((1, "http://www.domain.com/page2.html", None),),
+    ),
+    "sitemaps/sitemap.txt.gz": Expected(
+        EX,
+        "text",
+        5,
+        ((4, "http://www.example.com/catalog?item=83&desc=vacation_usa", None),),
+    ),
+    "sitemaps/xmlSitemap.gz": Expected(
+        EX,
+        "urlset",
+        5,
+        (
+            (0, "http://www.example.com/", "2005-01-01T00:00:00" + UTC_0),
+            (1, "http://www.example.com/catalog?item=12&desc=vacation_hawaii", None),
+            (
+                3,
+                "http://www.example.com/catalog?item=74&desc=vacation_newfoundland",
+                "2004-12-23T18:00:15" + UTC_0,
+            ),
+        ),
+        skipped={},
+    ),
+}
+# robots.txt files are not sitemaps: each is refused as "not a sitemap or feed", never read
+# as a list of URLs (the UTF-16 ones have a BOM expat takes for XML and fail as not XML).
+CORPUS.update(
+    {
+        f"robots/{path.name}": Expected(
+            "http://www.example.com/robots.txt", error=SitemapParseError
+        )
+        for path in sorted((CC / "robots").glob("*"))
+    }
+)
+
+
+def _corpus_files() -> list[str]:
+    return sorted(
+        str(path.relative_to(CC))
+        for path in CC.rglob("*")
+        if path.is_file() and path.name != "LICENSE"
+    )
+
+
+def test_every_corpus_file_has_an_expected_outcome() -> None:
+    """The table covers the corpus exactly: a new or renamed file fails here."""
+    files = _corpus_files()
+    assert len(files) >= 40
+    assert sorted(CORPUS) == files
+
+
+def _parse_chunks(data: bytes, url: str, sizes: list[int], **kwargs: object) -> ParsedSitemap:
+    parser = SitemapParser(url, **kwargs)  # type: ignore[arg-type]
+    entries: list[SitemapURL | ChildSitemap] = []
+    position = 0
+    for size in sizes:
+        entries += parser.feed(data[position : position + size])
+        position += size
+    entries += parser.feed(data[position:])
+    entries += parser.close()
+    assert parser.kind is not None
+    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated)
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_corpus_file(name: str) -> None:
+    """Each real file parses to its expected kind, count and samples (or its error)."""
+    expected = CORPUS[name]
+    data = (CC / name).read_bytes()
+    if expected.error is not None:
+        with pytest.raises(expected.error, match="not a sitemap or feed"):
+            parse_sitemap(data, expected.url)
+        return
+    parsed = parse_sitemap(data, expected.url)
+    assert parsed.kind == expected.kind
+    assert len(parsed.entries) == expected.count
+    assert not parsed.truncated
+    for index, loc, lastmod in expected.samples:
+        entry = parsed.entries[index]
+        assert entry.loc == loc
+        assert entry.sitemap == expected.url
+        assert (entry.lastmod.isoformat() if entry.lastmod else None) == lastmod
+    if expected.skipped is not None:
+        assert parsed.skipped == expected.skipped
+    kind = ChildSitemap if expected.kind == "sitemapindex" else SitemapURL
+    assert all(type(entry) is kind for entry in parsed.entries)
+    # Same result fed one byte at a time.
+    assert _parse_chunks(data, expected.url, [1] * len(data)) == parsed
+
+
+@pytest.mark.parametrize("name", [n for n, e in CORPUS.items() if e.error is None])
+def test_corpus_file_random_chunks(name: str) -> None:
+    """Random chunk sizes (seeded per file) give the same result as one feed."""
+    expected = CORPUS[name]
+    data = (CC / name).read_bytes()
+    whole = parse_sitemap(data, expected.url)
+    rng = random.Random(name)
+    for _ in range(5):
+        sizes = [rng.randint(1, 300) for _ in range(len(data) // 50 + 1)]
+        assert _parse_chunks(data, expected.url, sizes) == whole
+
+
+def test_corpus_off_host_when_read_from_another_host() -> None:
+    """The same file read as another host's sitemap lists nothing: every loc is off-host."""
+    data = (CC / "sitemaps/sitemap.txt").read_bytes()
+    parsed = parse_sitemap(data, "https://other.test/sitemap.txt")
+    assert parsed.entries == []
+    assert parsed.skipped == {"off-host": 2}
+    allowed = parse_sitemap(data, "https://other.test/s.txt", allowed_hosts=["WWW.Domain.com"])
+    assert len(allowed.entries) == 2
+
+
+def test_gzip_body_already_decoded_is_not_inflated_twice() -> None:
+    """gzipped=False: gzip bytes inside are refused, never inflated."""
+    data = (CC / "sitemaps/xmlSitemap.gz").read_bytes()
+    with pytest.raises(SitemapParseError, match="never inflated twice"):
+        parse_sitemap(data, EX, gzipped=False)
+    # And gzipped=True on plain bytes is a clear error, not a crash.
+    with pytest.raises(SitemapParseError, match="gzip"):
+        parse_sitemap(b"<urlset></urlset>", EX, gzipped=True)
+
+
+def test_multi_member_gzip_and_trailing_garbage() -> None:
+    """RFC 1952 members concatenated are one body; bytes after the last member are ignored."""
+    half = b"<urlset><url><loc>http://www.example.com/a</loc></url>"
+    rest = b"<url><loc>http://www.example.com/b</loc></url></urlset>"
+    data = gzip.compress(half) + gzip.compress(rest) + b"\x00\x00garbage"
+    parsed = parse_sitemap(data, EX)
+    assert [e.loc for e in parsed.entries] == [
+        "http://www.example.com/a",
+        "http://www.example.com/b",
+    ]
+    assert _parse_chunks(data, EX, [1] * len(data)) == parsed
+
+
+def test_sitemap_url_without_host_is_rejected() -> None:
+    with pytest.raises(InvalidURLError):
+        SitemapParser("/sitemap.xml")
+    with pytest.raises(InvalidURLError):
+        parse_sitemap(b"", "not a url")
+
+
+def test_limits_are_the_protocol_defaults() -> None:
+    limits = Limits()
+    assert (limits.max_urls, limits.max_bytes) == (50_000, 52_428_800)
+
+
+def test_rss_feed() -> None:
+    """RSS 2.0: <item><link>, pubDate in RFC 822; channel-level links are not entries."""
+    body = b"""<?xml version="1.0"?>
+<rss version="2.0"><channel><title>t</title><link>http://www.example.com/</link>
+<item><title>a</title><link>http://www.example.com/a</link>
+  <pubDate>Sat, 07 Sep 2002 09:42:31 +0100</pubDate></item>
+<item><link> http://www.example.com/b </link><pubDate>not a date</pubDate></item>
+<item><title>no link</title></item>
+</channel></rss>"""
+    parsed = parse_sitemap(body, "http://www.example.com/feed.rss")
+    assert parsed.kind == "rss"
+    assert [(e.loc, e.lastmod) for e in parsed.entries] == [
+        ("http://www.example.com/a", datetime(2002, 9, 7, 8, 42, 31, tzinfo=UTC)),
+        ("http://www.example.com/b", None),
+    ]
+    assert parsed.skipped == {"bad lastmod": 1, "missing loc": 1}
+
+
+def test_sitemapindex_entries_are_child_sitemaps() -> None:
+    body = b"""\xef\xbb\xbf  \n<?xml version="1.0" encoding="UTF-8"?>
+<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>https://example.com/s1.xml.gz</loc><lastmod>2024-05-01T10:00Z</lastmod></sitemap>
+<sitemap><loc>https://evil.test/s2.xml</loc></sitemap>
+</sitemapindex>"""
+    parsed = parse_sitemap(body, "https://example.com/index.xml")
+    assert parsed.entries == [
+        ChildSitemap(
+            "https://example.com/s1.xml.gz",
+            datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
+            "https://example.com/index.xml",
+        )
+    ]
+    assert parsed.skipped == {"off-host": 1}
+
+
+@pytest.mark.parametrize(
+    ("loc", "reason"),
+    [
+        ("", "missing loc"),
+        ("   ", "missing loc"),
+        ("/relative/path", "not http(s)"),
+        ("javascript:alert(1)", "not http(s)"),
+        ("ftp://www.example.com/f", "not http(s)"),
+        ("file:///etc/passwd", "not http(s)"),
+        ("http://www.example.com\\@evil.test/", "backslash"),
+        ("http://www.example.com/a\x7fb", "control characters"),  # DEL is legal XML 1.0
+        ("http://www.example.com/a\u0085b", "control characters"),
+        ("http://www.example.com/a b", "whitespace"),
+        ("http://www.example.com@evil.test/", "credentials"),
+        ("http://user:pw@www.example.com/", "credentials"),
+        ("http://www.example.com:99999/", "invalid URL"),
+        ("http://[::1/", "invalid URL"),
+        ("http:///path", "no host"),
+        ("http://evil.test/", "off-host"),
+        ("http://example.com/", "off-host"),  # sitemaps.org: www.example.com is another host
+        ("http://www.example.com/" + "a" * 2100, "too long"),
+    ],
+)
+def test_bad_locs_are_skipped_and_counted(loc: str, reason: str) -> None:
+    """Each bad <loc> is skipped under its reason; the good entry around it is kept."""
+    from xml.sax.saxutils import escape
+
+    body = (
+        "<urlset><url><loc>http://www.example.com/ok</loc></url>"
+        f"<url><loc>{escape(loc)}</loc></url></urlset>"
+    ).encode()
+    parsed = parse_sitemap(body, EX)
+    assert [e.loc for e in parsed.entries] == ["http://www.example.com/ok"]
+    assert parsed.skipped == {reason: 1}
+
+
+def test_text_sitemap_rules() -> None:
+    """Blank lines ignored, CRLF handled, bad lines skipped, an over-long line not stored."""
+    body = (
+        b"http://www.example.com/1\r\n\r\n  http://www.example.com/2  \n"
+        b"ftp://www.example.com/3\nhttp://www.example.com/\xff\nhttp://www.example.com/\x01\n"
+        + b"http://www.example.com/"
+        + b"x" * 20_000
+        + b"\nhttp://www.example.com/4"
+    )
+    parsed = parse_sitemap(body, EX)
+    assert [e.loc for e in parsed.entries] == [
+        "http://www.example.com/1",
+        "http://www.example.com/2",
+        "http://www.example.com/4",
+    ]
+    assert parsed.skipped == {
+        "not http(s)": 1,
+        "not UTF-8": 1,
+        "too long": 1,
+        "control characters": 1,
+    }
+    assert _parse_chunks(body, EX, [7] * 3000) == parsed
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (b"", "empty document"),
+        (b" \n\t ", "empty document"),
+        (b"<html><body>hi</body></html>", "root element is <html>"),
+        (b"<<<>>>", "not well-formed XML"),
+        (b"Hello, world\nhttp://www.example.com/", "neither XML nor a list of URLs"),
+        (b"<!-- only a comment -->", "not well-formed XML"),
+        (b"\x00\x01\x02\x03", "neither XML nor a list of URLs"),
+    ],
+)
+def test_not_a_sitemap(body: bytes, match: str) -> None:
+    with pytest.raises(SitemapParseError, match=match):
+        parse_sitemap(body, EX, content_type="text/html")
+
+
+def test_truncated_xml_keeps_entries_and_says_so() -> None:
+    """A body cut mid-way keeps the entries before the cut, sets truncated, counts it."""
+    entries = "".join(f"<url><loc>http://www.example.com/{i}</loc></url>" for i in range(10))
+    body = f"<urlset>{entries}<url><loc>http://www.exa".encode()
+    parser = SitemapParser(EX)
+    got = parser.feed(body) + parser.close()
+    assert len(got) == 10
+    assert parser.truncated
+    assert parser.skipped == {"truncated": 1}
+    assert parser.error is not None and "broken XML" in str(parser.error)
+    # strict=True makes the same document an error.
+    with pytest.raises(SitemapParseError, match="broken XML"):
+        parse_sitemap(body, EX, strict=True)
+    # A truncated gzip body likewise.
+    packed = gzip.compress(body + b"ample.com/x</loc></url></urlset>")[:-20]
+    parsed = parse_sitemap(packed, EX)
+    assert parsed.truncated and len(parsed.entries) >= 1
+
+
+def test_broken_in_the_middle_stops_reading() -> None:
+    """Malformed XML after good entries: entries before kept, nothing after is trusted."""
+    body = (
+        b"<urlset><url><loc>http://www.example.com/a</loc></url><url></bad>"
+        b"<url><loc>http://www.example.com/b</loc></url></urlset>"
+    )
+    parsed = parse_sitemap(body, EX)
+    assert [e.loc for e in parsed.entries] == ["http://www.example.com/a"]
+    assert parsed.truncated
+
+
+def test_parser_is_single_use() -> None:
+    parser = SitemapParser(EX)
+    parser.feed(b"http://www.example.com/")
+    parser.close()
+    with pytest.raises(SitemapParseError, match="already closed"):
+        parser.feed(b"x")
+
+
+def test_counters() -> None:
+    body = b"<urlset><url><loc>http://www.example.com/a</loc></url></urlset>"
+    packed = gzip.compress(body)
+    parser = SitemapParser(EX)
+    parser.feed(packed)
+    parser.close()
+    assert (parser.urls, parser.bytes_in, parser.bytes_out) == (1, len(packed), len(body))
