@@ -1,0 +1,482 @@
+"""Safe HTTP fetching of sitemaps and robots.txt: httpx behind SSRF guards.
+
+:class:`SafeClient` fetches one URL at a time as a stream. On every hop of a redirect
+chain it checks the URL (:func:`~changewatch.sitemaps.netguard.check_url`), resolves the
+host and checks *every* address (:func:`~changewatch.sitemaps.netguard.check_address`),
+then connects only to those checked addresses: the default transport is an httpcore
+connection pool whose network backend looks the host up in the client's table of checked
+addresses instead of resolving it again (what ``curl --resolve`` does), so no DNS
+rebinding can slip a private address in between the check and the connection. The
+``Host`` header, TLS SNI and certificate verification all still use the hostname.
+
+Redirects are followed here, never by httpx; retries, ``Retry-After``, the connect, read
+and total timeouts and the one-time ``Content-Encoding: gzip`` decoding are also here.
+docs/fetching.md describes every rule.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import ipaddress
+import socket
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Final
+
+import httpx
+from ada_url import join_url
+
+from changewatch._version import __version__
+from changewatch.errors import FetchError, SitemapLimitError, UnsafeURLError
+from changewatch.sitemaps.netguard import address_refusal, url_refusal
+from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
+
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "FetchResponse",
+    "Resolver",
+    "SafeClient",
+    "parse_retry_after",
+    "system_resolve",
+]
+
+DEFAULT_USER_AGENT: Final = (
+    f"changewatch/{__version__} (+https://github.com/changewatch/changewatch; "
+    "sitemap reconciliation)"
+)
+DEFAULT_CONNECT_TIMEOUT_S: Final = 10.0
+DEFAULT_READ_TIMEOUT_S: Final = 30.0
+DEFAULT_TOTAL_TIMEOUT_S: Final = 120.0
+DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
+#: Decoded pieces handed to the caller are at most this long (a gzip bomb never
+#: inflates into one huge ``bytes``).
+CHUNK_SIZE: Final = 65_536
+#: A decoded/compressed ratio over ``max_ratio`` is only judged past this many bytes.
+RATIO_FLOOR_BYTES: Final = 1_048_576
+
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_ACCEPT: Final = "application/xml, text/xml;q=0.9, text/plain;q=0.8, */*;q=0.5"
+
+#: ``resolve(host, port)`` returns the host's IP addresses as strings.
+Resolver = Callable[[str, int], Sequence[str]]
+
+
+def system_resolve(host: str, port: int) -> list[str]:
+    """The host's addresses from ``socket.getaddrinfo`` (TCP), in resolver order, no repeats."""
+    addresses: list[str] = []
+    for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        address = str(sockaddr[0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def parse_retry_after(value: str | None, now: datetime) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (RFC 9110 §10.2.3), or ``None``.
+
+    >>> parse_retry_after("7", datetime(2026, 1, 1, tzinfo=UTC))
+    7.0
+    >>> parse_retry_after("Thu, 01 Jan 2026 00:00:30 GMT", datetime(2026, 1, 1, tzinfo=UTC))
+    30.0
+    >>> parse_retry_after("soon", datetime(2026, 1, 1, tzinfo=UTC)) is None
+    True
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(int(text))
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+# ---------------------------------------------------------------- the response
+
+
+class FetchResponse:
+    """An open response: status and headers read, the body still to stream.
+
+    ``iter_bytes()`` yields the body with any ``Content-Encoding: gzip`` decoded (once, in
+    pieces of at most :data:`CHUNK_SIZE` bytes); ``gzip_decoded`` then says so, and the
+    parser must be told ``gzipped=False``. A gzip *file* served without that header is
+    yielded as it is, for the parser to sniff.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        final_url: str,
+        redirects: tuple[str, ...],
+        response: httpx.Response,
+        deadline: float,
+        client: SafeClient,
+        max_bytes: int | None,
+        max_ratio: int | None,
+    ) -> None:
+        #: The URL asked for (normalised) and the URL the body came from.
+        self.url = url
+        self.final_url = final_url
+        #: Every URL that redirected, in order (``final_url`` not included).
+        self.redirects = redirects
+        self.status = response.status_code
+        self.headers = response.headers
+        self.content_type: str | None = response.headers.get("content-type")
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity", "gzip", "x-gzip"):
+            raise FetchError(
+                final_url,
+                f"unsupported Content-Encoding {encoding!r} (only gzip was asked for)",
+                status=self.status,
+            )
+        self.gzip_decoded = encoding in ("gzip", "x-gzip")
+        #: Bytes received (before decoding) and bytes yielded so far.
+        self.bytes_received = 0
+        self.bytes_yielded = 0
+        self._response = response
+        self._deadline = deadline
+        self._client = client
+        self._max_bytes = max_bytes
+        self._max_ratio = max_ratio
+
+    def _raw(self) -> Iterator[bytes]:
+        chunks = self._response.iter_raw()
+        client = self._client
+        while True:
+            if client._clock() >= self._deadline:
+                raise FetchError(
+                    self.final_url, f"total timeout of {client.total_timeout:g} s exceeded"
+                )
+            client._deadline.value = self._deadline
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            except httpx.TimeoutException as exc:
+                raise FetchError(self.final_url, f"timed out reading the body: {exc}") from exc
+            except httpx.HTTPError as exc:
+                raise FetchError(self.final_url, f"body read failed: {exc}") from exc
+            finally:
+                client._deadline.value = None
+            self.bytes_received += len(chunk)
+            yield chunk
+
+    def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
+        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        pending = False  # the current gzip member has started but not ended
+        try:
+            for data in raw:
+                while data:
+                    pending = True
+                    piece = inflater.decompress(data, CHUNK_SIZE)
+                    if piece:
+                        yield piece
+                    if inflater.eof:  # RFC 1952 §2.2: a gzip stream may hold several members
+                        data = inflater.unused_data
+                        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                        pending = False
+                    else:
+                        data = inflater.unconsumed_tail
+            tail = inflater.flush()
+        except zlib.error as exc:
+            raise FetchError(
+                self.final_url, f"Content-Encoding gzip body is corrupt: {exc}"
+            ) from exc
+        if tail:
+            yield tail
+        if pending and not inflater.eof:
+            raise FetchError(self.final_url, "Content-Encoding gzip body is truncated")
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        """The body, ``Content-Encoding`` decoded; raises FetchError or SitemapLimitError."""
+        pieces = self._gunzip(self._raw()) if self.gzip_decoded else self._raw()
+        for piece in pieces:
+            self.bytes_yielded += len(piece)
+            if self._max_bytes is not None and self.bytes_yielded > self._max_bytes:
+                raise SitemapLimitError(self.final_url, "max_bytes", self._max_bytes)
+            if (
+                self.gzip_decoded
+                and self._max_ratio is not None
+                and self.bytes_yielded > RATIO_FLOOR_BYTES
+                and self.bytes_yielded > self._max_ratio * max(self.bytes_received, 1)
+            ):
+                raise SitemapLimitError(
+                    self.final_url,
+                    "max_ratio",
+                    self._max_ratio,
+                    f"Content-Encoding gzip inflates over the max_ratio limit of "
+                    f"{self._max_ratio}:1 ({self.bytes_yielded} bytes from "
+                    f"{self.bytes_received})",
+                )
+            yield piece
+
+    def read(self) -> bytes:
+        """The whole decoded body (for small documents such as robots.txt)."""
+        return b"".join(self.iter_bytes())
+
+
+# ---------------------------------------------------------------- the client
+
+
+class SafeClient:
+    """Fetches URLs as streams, refusing private addresses, on every redirect hop.
+
+    ``allow_private=True`` lifts only the address check (for tests and intranets): URLs
+    are still checked, hosts still resolved once and connections still pinned.
+    ``transport`` replaces the pinned transport (``httpx.MockTransport`` in tests): the
+    addresses are still resolved with ``resolve`` and checked, but connecting is then the
+    transport's business. ``sleep``, ``clock`` (monotonic) and ``wall_clock`` (for
+    ``Retry-After`` dates) are injectable for tests.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        user_agent: str = DEFAULT_USER_AGENT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        total_timeout: float = DEFAULT_TOTAL_TIMEOUT_S,
+        max_redirects: int = 5,
+        retries: int = 3,
+        backoff: float = 0.5,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER_S,
+        allow_downgrade: bool = True,
+        transport: httpx.BaseTransport | None = None,
+        resolve: Resolver = system_resolve,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("read_timeout", read_timeout),
+            ("total_timeout", total_timeout),
+        ):
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
+        if max_redirects < 0 or retries < 0 or backoff < 0 or max_retry_after < 0:
+            raise ValueError("max_redirects, retries, backoff and max_retry_after must be >= 0")
+        self.allow_private = allow_private
+        self.user_agent = user_agent
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.total_timeout = total_timeout
+        self.max_redirects = max_redirects
+        self.retries = retries
+        self.backoff = backoff
+        self.max_retry_after = max_retry_after
+        self.allow_downgrade = allow_downgrade
+        self._resolve = resolve
+        self._sleep = sleep
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._deadline = Deadline()
+        self._pins: Pins = {}
+        self._transport = transport or PinnedTransport(self._pins, self._deadline)
+
+    def __enter__(self) -> SafeClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._transport.close()
+
+    @contextmanager
+    def stream(
+        self, url: str, *, max_bytes: int | None = None, max_ratio: int | None = None
+    ) -> Iterator[FetchResponse]:
+        """Fetch ``url`` (GET); yield the open :class:`FetchResponse` of the final hop.
+
+        Raises :class:`UnsafeURLError` for a refused URL or address on any hop, and
+        :class:`FetchError` (``.status`` set when there was one) for a 4xx/5xx answer
+        after retries, too many redirects, a redirect loop, timeouts and network errors.
+        ``max_bytes`` and ``max_ratio`` (see :class:`~changewatch.sitemaps.model.Limits`)
+        cap the decoded body while it streams.
+        """
+        deadline = self._clock() + self.total_timeout
+        start = self._check_url(url, None)
+        response, final_url, redirects = self._follow(start, deadline)
+        try:
+            yield FetchResponse(
+                url=start,
+                final_url=final_url,
+                redirects=redirects,
+                response=response,
+                deadline=deadline,
+                client=self,
+                max_bytes=max_bytes,
+                max_ratio=max_ratio,
+            )
+        finally:
+            response.close()
+
+    def get(self, url: str, *, max_bytes: int | None = None) -> tuple[str, int, bytes]:
+        """``(final_url, status, decoded body)`` of a small document such as robots.txt."""
+        with self.stream(url, max_bytes=max_bytes) as response:
+            return response.final_url, response.status, response.read()
+
+    # -- one hop ------------------------------------------------------------------------
+
+    def _check_url(self, url: str, origin: str | None) -> str:
+        reason, normalised = url_refusal(url)
+        if reason is not None:
+            hop = f"redirect from {origin} refused: " if origin else "refused URL: "
+            raise UnsafeURLError(url if len(url) <= 200 else url[:200] + "…", hop + reason)
+        return normalised.partition("#")[0]
+
+    def _pin(self, url: str, origin: str | None) -> None:
+        """Resolve the URL's host, check every address, record them for the connection."""
+        parsed = httpx.URL(url)
+        host = parsed.raw_host.decode("ascii")
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:  # an IP literal (WHATWG normalisation wrote every IPv4 form dotted)
+            addresses: Sequence[str] = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            try:
+                addresses = self._resolve(host, port)
+            except (OSError, UnicodeError) as exc:
+                error = FetchError(url, f"cannot resolve host {host!r}: {exc}")
+                error.retryable = isinstance(exc, socket.gaierror) and exc.errno == socket.EAI_AGAIN
+                raise error from exc
+            if not addresses:
+                raise FetchError(url, f"host {host!r} resolved to no address")
+        if not self.allow_private:
+            for address in addresses:
+                reason = address_refusal(address)
+                if reason is not None:
+                    via = f"redirect from {origin}: " if origin else ""
+                    raise UnsafeURLError(url, f"{via}refused address of {host!r}: {reason}")
+        self._pins[(host, port)] = tuple(addresses)
+
+    def _timeouts(self, deadline: float) -> dict[str, float]:
+        remaining = max(deadline - self._clock(), 0.001)
+        connect = min(self.connect_timeout, remaining)
+        read = min(self.read_timeout, remaining)
+        return {"connect": connect, "read": read, "write": read, "pool": connect}
+
+    def _send(self, url: str, origin: str | None, deadline: float) -> httpx.Response:
+        """GET one URL, retrying connect errors, 429 and 5xx with exponential backoff."""
+        attempt = 0
+        while True:
+            if self._clock() >= deadline:
+                raise FetchError(url, f"total timeout of {self.total_timeout:g} s exceeded")
+            wait = self.backoff * 2**attempt
+            status: int | None = None
+            cause: BaseException | None = None
+            try:
+                self._pin(url, origin)
+                response = self._request(url, deadline)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                detail, cause = f"cannot connect: {exc}", exc
+            except httpx.TimeoutException as exc:
+                raise FetchError(url, f"timed out waiting for the response: {exc}") from exc
+            except httpx.HTTPError as exc:
+                raise FetchError(url, f"{type(exc).__name__}: {exc}") from exc
+            except FetchError as exc:  # a resolver failure; only a temporary one is retried
+                if not exc.retryable:
+                    raise
+                detail, cause = str(exc).partition(f"{url}: ")[2], exc
+            else:
+                status = response.status_code
+                if status != 429 and not 500 <= status <= 599:
+                    return response
+                retry_after = parse_retry_after(
+                    response.headers.get("retry-after"), self._wall_clock()
+                )
+                response.close()
+                detail = f"HTTP {status}"
+                if retry_after is not None:
+                    if retry_after > self.max_retry_after:
+                        raise FetchError(
+                            url,
+                            f"HTTP {status} with Retry-After {retry_after:g} s, over the "
+                            f"{self.max_retry_after:g} s this client waits at most",
+                            status=status,
+                        )
+                    wait = retry_after
+            if attempt >= self.retries:
+                tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                raise FetchError(url, f"{detail} ({tries})", status=status) from cause
+            if self._clock() + wait >= deadline:
+                raise FetchError(
+                    url,
+                    f"{detail}; waiting {wait:g} s to retry would pass the total timeout "
+                    f"of {self.total_timeout:g} s",
+                    status=status,
+                ) from cause
+            self._sleep(wait)
+            attempt += 1
+
+    def _request(self, url: str, deadline: float) -> httpx.Response:
+        request = httpx.Request(
+            "GET",
+            url,
+            headers={"User-Agent": self.user_agent, "Accept": _ACCEPT, "Accept-Encoding": "gzip"},
+            extensions={"timeout": self._timeouts(deadline)},
+        )
+        self._deadline.value = deadline
+        try:
+            return self._transport.handle_request(request)
+        finally:
+            self._deadline.value = None
+
+    def _follow(self, url: str, deadline: float) -> tuple[httpx.Response, str, tuple[str, ...]]:
+        """Follow redirects by hand, checking every hop; return the final response."""
+        chain: list[str] = []
+        current = url
+        while True:
+            origin = chain[-1] if chain else None
+            response = self._send(current, origin, deadline)
+            status = response.status_code
+            location = response.headers.get("location")
+            if status in _REDIRECTS and location is not None:
+                response.close()
+                try:
+                    target = join_url(current, location.strip())
+                except ValueError:
+                    raise FetchError(
+                        current,
+                        f"HTTP {status} redirect to an invalid Location {location!r}",
+                        status=status,
+                    ) from None
+                target = self._check_url(target, current)
+                chain.append(current)
+                if target in chain:
+                    loop = " → ".join([*chain[chain.index(target) :], target])
+                    raise FetchError(url, f"redirect loop: {loop}", status=status)
+                if len(chain) > self.max_redirects:
+                    raise FetchError(
+                        url,
+                        f"more than {self.max_redirects} redirects (gave up at {target})",
+                        status=status,
+                    )
+                if (
+                    not self.allow_downgrade
+                    and current.startswith("https:")
+                    and target.startswith("http:")
+                ):
+                    raise UnsafeURLError(
+                        target, f"redirect from {current} downgrades https to http"
+                    )
+                current = target
+                continue
+            if status >= 400:
+                response.close()
+                error = FetchError(current, f"HTTP {status}", status=status)
+                error.retryable = status == 429 or status >= 500
+                raise error
+            return response, current, tuple(chain)
