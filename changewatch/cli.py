@@ -441,3 +441,9 @@ def _report_tables(report: DemoReport, *, kept: bool) -> Iterator[Table | Text]:
         yield _versions_table(page.versions, f"History of {page.path}")
     where = f"kept in {report.workdir}" if kept else "in a temporary directory, now removed"
     yield Text(f"store {report.database_url.rpartition('/')[2]} and seen-sets were {where}")
+
+
+# The sitemap reconciliation job lives in its own module (docs/reconcile.md).
+from changewatch.cli_reconcile import reconcile_command  # noqa: E402
+
+main.add_command(reconcile_command)
