@@ -62,6 +62,72 @@ _SNAP = page_snapshots.c
 _PREV = page_versions.alias("prev")
 
 
+def _lookup_columns(snap: Any, previous: Any) -> tuple[Any, ...]:
+    return (
+        snap.c.url_digest,
+        snap.c.host,
+        snap.c.last_seen,
+        snap.c.last_changed,
+        snap.c.version_count,
+        previous.label("previous_last_seen"),
+    )
+
+
+def _pg_lookup() -> sa.Select[Any]:
+    """Postgres: one index probe per digest, whatever the planner thinks of the table size.
+
+    ``unnest`` of one array parameter feeds a ``LATERAL … LIMIT 1`` subquery per digest,
+    which the planner cannot flatten into a hash join over the whole table (a plain
+    ``= ANY(…)`` or a join with ``unnest`` was planned as a sequential scan on a 100,000-row
+    store: 50-100 ms per batch against 4 ms). The previous version is only looked up for
+    pages with more than one version.
+    """
+    wanted = (
+        sa.func.unnest(bindparam("digests", type_=postgresql.ARRAY(sa.LargeBinary)))
+        .table_valued("digest")
+        .render_derived()
+    )
+    snap = (
+        sa.select(page_snapshots)
+        .where(_SNAP.url_digest == wanted.c.digest)
+        .limit(1)
+        .lateral("snap")
+    )
+    prev = (
+        sa.select(page_versions.c.last_seen)
+        .where(
+            snap.c.version_count > 1,
+            page_versions.c.url_digest == snap.c.url_digest,
+            page_versions.c.version_no == snap.c.version_count - 1,
+        )
+        .limit(1)
+        .lateral("prev")
+    )
+    return sa.select(*_lookup_columns(snap, prev.c.last_seen)).select_from(
+        wanted.join(snap, sa.true()).outerjoin(prev, sa.true())
+    )
+
+
+def _sqlite_lookup() -> sa.Select[Any]:
+    """SQLite: ``IN (…)`` on the primary key, the previous version by a left join."""
+    joined = page_snapshots.outerjoin(
+        _PREV,
+        sa.and_(
+            _PREV.c.url_digest == _SNAP.url_digest,
+            _PREV.c.version_no == _SNAP.version_count - 1,
+        ),
+    )
+    return (
+        sa.select(*_lookup_columns(page_snapshots, _PREV.c.last_seen))
+        .select_from(joined)
+        .where(_SNAP.url_digest.in_(bindparam("digests", expanding=True)))
+    )
+
+
+_PG_LOOKUP = _pg_lookup()
+_SQLITE_LOOKUP = _sqlite_lookup()
+
+
 @dataclass(frozen=True, slots=True)
 class StoredPage:
     """What the store holds of one listed page."""
@@ -117,29 +183,7 @@ class ReconcileStore:
         """The stored pages among ``digests`` (one SELECT; keep batches near 1,000)."""
         if not digests:
             return {}
-        columns = (
-            _SNAP.url_digest,
-            _SNAP.host,
-            _SNAP.last_seen,
-            _SNAP.last_changed,
-            _SNAP.version_count,
-            _PREV.c.last_seen.label("previous_last_seen"),
-        )
-        joined = page_snapshots.outerjoin(
-            _PREV,
-            sa.and_(
-                _PREV.c.url_digest == _SNAP.url_digest,
-                _PREV.c.version_no == _SNAP.version_count - 1,
-            ),
-        )
-        if self.dialect == "postgresql":
-            # One array parameter instead of 1,000: cheaper to bind and to plan.
-            match = _SNAP.url_digest == sa.any_(
-                bindparam("digests", type_=postgresql.ARRAY(sa.LargeBinary))
-            )
-        else:
-            match = _SNAP.url_digest.in_(bindparam("digests", expanding=True))
-        stmt = sa.select(*columns).select_from(joined).where(match)
+        stmt = _PG_LOOKUP if self.dialect == "postgresql" else _SQLITE_LOOKUP
         with _translate(self._url), self._engine.connect() as conn:
             rows = conn.execute(stmt, {"digests": list(digests)}).all()
         return {
