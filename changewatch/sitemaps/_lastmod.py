@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 
 __all__ = ["parse_lastmod"]
 
@@ -35,6 +36,7 @@ _W3C = re.compile(
 _MAX_LEN = 64
 
 
+@lru_cache(maxsize=64)
 def _zone(text: str | None) -> timezone | None:
     """The fixed offset written as ``Z``/``UTC``/``GMT``, ``±hh``, ``±hhmm`` or ``±hh:mm``."""
     if text is None or text in ("Z", "z", "UTC", "GMT"):
@@ -92,6 +94,7 @@ def _rfc822(text: str) -> datetime | None:
         return None
 
 
+@lru_cache(maxsize=1024)  # sitemaps repeat dates; the function is pure and results immutable
 def parse_lastmod(text: str) -> datetime | None:
     """A ``lastmod``, ``pubDate`` or ``updated`` value as timezone-aware UTC, or ``None``.
 

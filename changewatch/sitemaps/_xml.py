@@ -19,7 +19,7 @@ from changewatch.errors import SitemapLimitError, SitemapParseError, SitemapRefu
 from changewatch.sitemaps._loc import MAX_LOC_CHARS
 from changewatch.sitemaps.model import SitemapKind
 
-__all__ = ["MAX_TOKEN_BYTES", "MAX_XML_DEPTH", "RawEntry", "XmlReader"]
+__all__ = ["MAX_TOKEN_BYTES", "MAX_XML_DEPTH", "RawEntry", "XmlReader", "limit_error"]
 
 #: The sitemaps.org namespace; children in it count whatever namespace the root declared.
 SITEMAP_NS: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -31,6 +31,11 @@ MAX_XML_DEPTH: Final = 100
 #: Dates longer than this are garbage anyway; text past a cap is dropped, not stored.
 _MAX_DATE_CHARS: Final = 128
 _SEP: Final = "\x1f"
+
+
+def limit_error(url: str, limit: str, value: int, detail: str) -> SitemapLimitError:
+    """The error for a broken limit, its message naming the limit, its value and what broke it."""
+    return SitemapLimitError(url, limit, value, f"over the {limit} limit ({value}): {detail}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,45 +71,38 @@ class RawEntry:
     loc_too_long: bool = False
 
 
-class _Text:
-    """Character data of one element, kept up to a cap."""
-
-    __slots__ = ("cap", "overflow", "parts", "size")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.parts: list[str] = []
-        self.size = 0
-        self.overflow = False
-
-    def add(self, data: str) -> None:
-        if self.size + len(data) > self.cap:
-            self.overflow = True
-            data = data[: max(0, self.cap - self.size)]
-        self.parts.append(data)
-        self.size += len(data)
-
-    def value(self) -> str:
-        return "".join(self.parts)
-
-
 class XmlReader:
-    """Feed bytes; completed entries accumulate in ``entries`` for the caller to drain."""
+    """Feed bytes; completed entries accumulate in ``entries`` for the caller to drain.
+
+    Handlers are kept lean (they run for every element): text is collected only inside the
+    ``loc``/date fields of an entry, and never past a cap.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.kind: SitemapKind | None = None
         self.entries: list[RawEntry] = []
-        self._layout: _Layout | None = None
+        self._layout = _ROOTS["urlset"]
+        self._rooted = False
         self._root_ns = ""
         self._depth = 0
+        self._entry_depth = -1
+        self._field_depth = -1
         self._fed = 0
-        self._last_event = 0
-        self._loc: _Text | None = None
-        self._own_text: _Text | None = None
-        self._dates: dict[str, _Text] = {}
-        self._capture: _Text | None = None
-        self._href: str | None = None
+        self._names: dict[str, tuple[bool, str]] = {}
+        self._in_entry = False
+        self._loc: str | None = None
+        self._loc_over = False
+        self._date: str | None = None
+        self._date_rank = 0
+        self._own: list[str] = []
+        self._own_len = 0
+        #: The field being read (``None`` outside one), its text so far, size and cap.
+        self._field: str | None = None
+        self._buf: list[str] | None = None
+        self._buf_len = 0
+        self._cap = 0
+        self._over = False
         parser = expat.ParserCreate(namespace_separator=_SEP)
         parser.buffer_text = True
         # Never read a DTD or parameter entities, whatever the document says.
@@ -117,8 +115,6 @@ class XmlReader:
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end
         parser.CharacterDataHandler = self._chars
-        parser.CommentHandler = self._mark
-        parser.ProcessingInstructionHandler = self._mark
         self._parser = parser
 
     # -- feeding ---------------------------------------------------------------------------
@@ -127,13 +123,20 @@ class XmlReader:
         """Parse ``data``; raises ``expat.ExpatError`` on broken XML, ours on hostile XML."""
         self._fed += len(data)
         self._parser.Parse(data, False)
-        if self._fed - self._last_event > MAX_TOKEN_BYTES:
-            raise SitemapLimitError(
+        # Outside a handler, CurrentByteIndex is where expat stopped: the start of the token it
+        # is still waiting to complete. Everything after it is held in memory.
+        if self._fed - max(0, self._parser.CurrentByteIndex) > MAX_TOKEN_BYTES:
+            raise limit_error(
                 self.url,
                 "max_token",
                 MAX_TOKEN_BYTES,
-                f"a single XML token (tag, attribute or comment) runs past {MAX_TOKEN_BYTES} bytes",
+                "a single XML token (a tag with its attributes, a comment) is longer",
             )
+
+    @property
+    def finished(self) -> bool:
+        """The root element has been closed: every entry of the document was read."""
+        return self._rooted and self._depth == 0
 
     def close(self) -> None:
         """Finish the document; raises ``expat.ExpatError`` if it is incomplete."""
@@ -141,12 +144,11 @@ class XmlReader:
 
     # -- handlers --------------------------------------------------------------------------
 
-    def _mark(self, *_: object) -> None:
-        self._last_event = self._parser.CurrentByteIndex
-
-    def _refuse_doctype(self, *_: object) -> None:
+    def _refuse_doctype(self, name: str | None, *_: object) -> None:
         raise SitemapRefusedError(
-            self.url, "a DOCTYPE declaration: DTDs and entities are refused in sitemaps"
+            self.url,
+            f"a DOCTYPE declaration (<!DOCTYPE {name or ''}>): "
+            "DTDs and entities are refused in sitemaps",
         )
 
     def _refuse_entity(self, *_: object) -> None:
@@ -157,74 +159,103 @@ class XmlReader:
 
     def _ours(self, name: str) -> tuple[bool, str]:
         """(is the element in the document's namespace, its local name)."""
+        known = self._names.get(name)
+        if known is None:
+            ns, _, local = name.rpartition(_SEP)
+            known = (ns in ("", self._root_ns, SITEMAP_NS), local)
+            if len(self._names) < 256:  # a hostile file may use millions of names
+                self._names[name] = known
+        return known
+
+    def _root(self, name: str) -> None:
         ns, _, local = name.rpartition(_SEP)
-        return ns in ("", self._root_ns, SITEMAP_NS), local
+        found = _ROOTS.get(local)
+        if found is None:
+            raise SitemapParseError(
+                self.url, f"not a sitemap or feed: the root element is <{local}>"
+            )
+        self._layout, self._root_ns, self.kind = found, ns, found.kind
+        self._entry_depth, self._field_depth = found.entry_depth, found.entry_depth + 1
+        self._rooted = True
 
     def _start(self, name: str, attrs: dict[str, str]) -> None:
-        self._mark()
-        self._depth += 1
-        if self._depth > MAX_XML_DEPTH:
-            raise SitemapLimitError(
-                self.url, "max_xml_depth", MAX_XML_DEPTH, "elements nested too deep"
-            )
-        layout = self._layout
-        if layout is None:
-            ns, _, local = name.rpartition(_SEP)
-            found = _ROOTS.get(local)
-            if found is None:
-                raise SitemapParseError(
-                    self.url, f"not a sitemap or feed: the root element is <{local}>"
-                )
-            self._layout, self._root_ns, self.kind = found, ns, found.kind
-            return
+        depth = self._depth = self._depth + 1
+        if depth == self._field_depth:
+            if self._in_entry:
+                self._start_field(name, attrs)
+        elif depth == self._entry_depth:
+            ours, local = self._ours(name)
+            if ours and local == self._layout.entry:
+                self._in_entry = True
+                self._loc = self._date = None
+                self._loc_over = False
+                self._date_rank = len(self._layout.dates)
+                self._own, self._own_len = [], 0
+        elif depth > MAX_XML_DEPTH:
+            raise limit_error(self.url, "max_xml_depth", MAX_XML_DEPTH, "elements nested too deep")
+        elif not self._rooted:
+            self._root(name)
+
+    def _start_field(self, name: str, attrs: dict[str, str]) -> None:
         ours, local = self._ours(name)
-        depth, entry_depth = self._depth, layout.entry_depth
-        if depth == entry_depth and ours and local == layout.entry:
-            self._loc, self._href = None, None
-            self._own_text = _Text(MAX_LOC_CHARS)
-            self._dates = {}
-        elif depth == entry_depth + 1 and ours and self._own_text is not None:
-            if local == layout.loc and not layout.loc_in_href and self._loc is None:
-                self._loc = self._capture = _Text(MAX_LOC_CHARS)
-            elif local == layout.loc and layout.loc_in_href:
+        if not ours:
+            return
+        layout = self._layout
+        if local == layout.loc:
+            if layout.loc_in_href:
+                # Atom: the first <link> whose rel is absent or "alternate" (RFC 4287 §4.2.7.2).
                 rel = attrs.get("rel", "alternate").strip().lower()
-                if self._href is None and rel == "alternate" and "href" in attrs:
-                    self._href = attrs["href"]
-            elif local in layout.dates and local not in self._dates:
-                self._dates[local] = self._capture = _Text(_MAX_DATE_CHARS)
+                if self._loc is None and rel == "alternate" and "href" in attrs:
+                    self._loc = attrs["href"]
+                    self._loc_over = len(self._loc) >= MAX_LOC_CHARS
+            elif self._loc is None:
+                self._begin(local, MAX_LOC_CHARS)
+        elif local in layout.dates:
+            rank = layout.dates.index(local)
+            if rank < self._date_rank:
+                self._date_rank = rank
+                self._begin(local, _MAX_DATE_CHARS)
+
+    def _begin(self, field: str, cap: int) -> None:
+        self._field, self._buf, self._buf_len, self._cap, self._over = field, [], 0, cap, False
 
     def _end(self, name: str) -> None:
-        self._mark()
-        layout = self._layout
         depth = self._depth
-        self._depth -= 1
-        if layout is None or self._own_text is None:
-            return
-        if depth == layout.entry_depth + 1:
-            self._capture = None
-        elif depth == layout.entry_depth:
-            self.entries.append(self._entry(layout))
-            self._own_text = None
+        self._depth = depth - 1
+        if depth == self._field_depth:
+            buf = self._buf
+            if buf is not None:
+                text = "".join(buf)
+                if self._field == self._layout.loc:
+                    self._loc, self._loc_over = text, self._over
+                else:
+                    self._date = text
+                self._buf = self._field = None
+        elif depth == self._entry_depth and self._in_entry:
+            self._in_entry = False
+            self.entries.append(self._entry())
 
-    def _entry(self, layout: _Layout) -> RawEntry:
-        date = next((self._dates[n].value() for n in layout.dates if n in self._dates), None)
-        if layout.loc_in_href:
-            href = self._href
-            return RawEntry(href, date, href is not None and len(href) >= MAX_LOC_CHARS)
-        text = self._loc
-        if text is None or not text.value().strip():
+    def _entry(self) -> RawEntry:
+        loc = self._loc
+        if self._loc_over:
+            return RawEntry(loc, self._date, True)
+        if loc is None or not loc.strip():
+            if not self._own:
+                return RawEntry(None, self._date)
             # Seen in the wild (and accepted by crawler-commons): <sitemap>URL</sitemap>.
-            text = self._own_text
-        if text is None or not text.value().strip():
-            return RawEntry(None, date)
-        return RawEntry(text.value(), date, text.overflow)
+            return RawEntry("".join(self._own), self._date, self._own_len >= MAX_LOC_CHARS)
+        return RawEntry(loc, self._date, self._loc_over)
 
     def _chars(self, data: str) -> None:
-        self._mark()
-        if self._capture is not None:
-            self._capture.add(data)
-        elif self._own_text is not None and self._depth == self._layout_entry_depth():
-            self._own_text.add(data)
-
-    def _layout_entry_depth(self) -> int:
-        return self._layout.entry_depth if self._layout is not None else -1
+        buf = self._buf
+        if buf is not None:
+            size = self._buf_len + len(data)
+            if size > self._cap:
+                self._over = True
+            else:
+                buf.append(data)
+                self._buf_len = size
+        elif self._in_entry and self._depth == self._entry_depth and not data.isspace():
+            if self._own_len + len(data) <= MAX_LOC_CHARS:
+                self._own.append(data)
+            self._own_len += len(data)

@@ -26,12 +26,11 @@ from xml.parsers import expat
 from changewatch.errors import (
     InvalidURLError,
     SitemapError,
-    SitemapLimitError,
     SitemapParseError,
 )
 from changewatch.sitemaps._lastmod import parse_lastmod
 from changewatch.sitemaps._loc import MAX_LOC_CHARS, check_loc, host_key
-from changewatch.sitemaps._xml import RawEntry, XmlReader
+from changewatch.sitemaps._xml import RawEntry, XmlReader, limit_error
 from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapKind, SitemapURL
 
 __all__ = ["ParsedSitemap", "SitemapParser", "parse_lastmod", "parse_sitemap"]
@@ -59,6 +58,8 @@ class ParsedSitemap:
     skipped: dict[str, int] = field(default_factory=dict)
     #: The document broke off after its root: the entries before the break are kept.
     truncated: bool = False
+    #: Where and how it broke off, when ``truncated``.
+    error: str | None = None
 
 
 class _Inflater:
@@ -236,22 +237,22 @@ class SitemapParser:
                 self.bytes_out > RATIO_FLOOR_BYTES
                 and self.bytes_out > limits.max_ratio * inflater.consumed
             ):
-                raise SitemapLimitError(
+                raise limit_error(
                     self.url,
                     "max_ratio",
                     limits.max_ratio,
-                    f"gzip body inflates more than {limits.max_ratio} times "
-                    f"({inflater.consumed} bytes gave {self.bytes_out}): refused as a bomb",
+                    f"{inflater.consumed} gzip bytes inflated to {self.bytes_out}: "
+                    "refused as a decompression bomb",
                 )
 
     def _consume(self, data: bytes) -> None:
         self.bytes_out += len(data)
         if self.bytes_out > self.limits.max_bytes:
-            raise SitemapLimitError(
+            raise limit_error(
                 self.url,
                 "max_bytes",
                 self.limits.max_bytes,
-                f"more than {self.limits.max_bytes} bytes (after decompression)",
+                "the document is longer (after decompression)",
             )
         if self._broken:
             return
@@ -306,13 +307,23 @@ class SitemapParser:
                 reader.close()
             elif data:
                 reader.feed(data)
-        except expat.ExpatError as exc:
+        except SitemapError:
+            raise
+        except (expat.ExpatError, LookupError, ValueError) as exc:
+            # LookupError/ValueError: expat asked Python for an encoding it does not have or
+            # cannot use (only single-byte codecs work), e.g. encoding="UTF-i".
             self.kind = reader.kind
             self._take(reader.entries)
             if reader.kind is None:
                 raise SitemapParseError(
                     self.url, f"not a sitemap or feed: not well-formed XML ({exc})"
                 ) from exc
+            if reader.finished:
+                # Bytes after the closing root tag (padding, a second document): every entry
+                # was read, so this is not a truncation; note it and stop.
+                self._broken = True
+                self._skip("junk after document")
+                return
             self._break(f"broken XML: {exc}")
             return
         self.kind = reader.kind
@@ -372,9 +383,7 @@ class SitemapParser:
         for raw in raws:
             self._listed += 1
             if self._listed > most:
-                raise SitemapLimitError(
-                    self.url, "max_urls", most, f"more than {most} entries in one sitemap"
-                )
+                raise limit_error(self.url, "max_urls", most, "more entries in one sitemap")
             loc: str | None = None
             why = reason
             if why is None:
@@ -464,4 +473,5 @@ def parse_sitemap(
     entries = parser.feed(data)
     entries += parser.close()
     assert parser.kind is not None  # close() raises otherwise
-    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated)
+    error = str(parser.error) if parser.error is not None else None
+    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated, error)

@@ -188,6 +188,7 @@ CORPUS: dict[str, Expected] = {
 }
 # robots.txt files are not sitemaps: each is refused as "not a sitemap or feed", never read
 # as a list of URLs (the UTF-16 ones have a BOM expat takes for XML and fail as not XML).
+ROBOTS_URL = "http://www.example.com/robots.txt"
 CORPUS.update(
     {
         f"robots/{path.name}": Expected(
@@ -223,7 +224,8 @@ def _parse_chunks(data: bytes, url: str, sizes: list[int], **kwargs: object) -> 
     entries += parser.feed(data[position:])
     entries += parser.close()
     assert parser.kind is not None
-    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated)
+    error = str(parser.error) if parser.error is not None else None
+    return ParsedSitemap(parser.kind, entries, dict(parser.skipped), parser.truncated, error)
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -430,14 +432,20 @@ def test_truncated_xml_keeps_entries_and_says_so() -> None:
     assert len(got) == 10
     assert parser.truncated
     assert parser.skipped == {"truncated": 1}
-    assert parser.error is not None and "broken XML" in str(parser.error)
+    assert parser.error is not None
+    assert "broken XML" in str(parser.error)
+    parsed = parse_sitemap(body, EX)
+    assert parsed.truncated
+    assert parsed.error == str(parser.error)
+    assert _parse_chunks(body, EX, [3] * len(body)) == parsed
     # strict=True makes the same document an error.
     with pytest.raises(SitemapParseError, match="broken XML"):
         parse_sitemap(body, EX, strict=True)
     # A truncated gzip body likewise.
     packed = gzip.compress(body + b"ample.com/x</loc></url></urlset>")[:-20]
     parsed = parse_sitemap(packed, EX)
-    assert parsed.truncated and len(parsed.entries) >= 1
+    assert parsed.truncated
+    assert len(parsed.entries) >= 1
 
 
 def test_broken_in_the_middle_stops_reading() -> None:
@@ -466,3 +474,71 @@ def test_counters() -> None:
     parser.feed(packed)
     parser.close()
     assert (parser.urls, parser.bytes_in, parser.bytes_out) == (1, len(packed), len(body))
+
+
+def test_utf16_and_declared_encodings() -> None:
+    """UTF-16 with a BOM and a declared ISO-8859-1 encoding are decoded by expat."""
+    text = (
+        '<?xml version="1.0" encoding="UTF-16"?><urlset>'
+        "<url><loc>https://www.example.com/caf\u00e9</loc></url></urlset>"
+    )
+    parsed = parse_sitemap(text.encode("utf-16"), URL_WWW)
+    assert [e.loc for e in parsed.entries] == ["https://www.example.com/caf\u00e9"]
+    latin = text.replace("UTF-16", "ISO-8859-1").encode("latin-1")
+    assert parse_sitemap(latin, URL_WWW) == parsed
+
+
+def test_atom_link_and_date_choice() -> None:
+    """Atom: the first alternate link (rel absent or "alternate"), updated before published."""
+    body = b"""<feed xmlns="http://www.w3.org/2005/Atom">
+<link href="https://www.example.com/feed-level"/>
+<entry><link rel="edit" href="https://www.example.com/e/edit"/>
+  <link rel="alternate" href="https://www.example.com/e1"/>
+  <link href="https://www.example.com/e1-second"/>
+  <published>2020-01-01T00:00:00Z</published><updated>2021-06-01T12:00:00+02:00</updated>
+</entry>
+<entry><link href="https://www.example.com/e2"/><published>2020-02-02</published></entry>
+<entry><link rel="enclosure" href="https://www.example.com/file.mp3"/></entry>
+</feed>"""
+    parsed = parse_sitemap(body, URL_WWW)
+    assert parsed.kind == "atom"
+    assert [(e.loc, e.lastmod) for e in parsed.entries] == [
+        ("https://www.example.com/e1", datetime(2021, 6, 1, 10, tzinfo=UTC)),
+        ("https://www.example.com/e2", datetime(2020, 2, 2, tzinfo=UTC)),
+    ]
+    assert parsed.skipped == {"missing loc": 1}
+
+
+def test_extension_elements_named_loc_are_not_entries() -> None:
+    """<image:loc>, <video:content_loc> and a nested <loc> in a foreign namespace are ignored;
+    only the sitemap namespace (or none, or the root's) counts."""
+    body = b"""<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" xmlns:x="urn:x">
+<url><image:loc>https://www.example.com/img.jpg</image:loc>
+  <x:loc>https://www.example.com/x</x:loc><loc>https://www.example.com/page</loc>
+  <x:lastmod>1999-01-01</x:lastmod></url>
+</urlset>"""
+    parsed = parse_sitemap(body, URL_WWW)
+    assert [(e.loc, e.lastmod) for e in parsed.entries] == [("https://www.example.com/page", None)]
+
+
+URL_WWW = "https://www.example.com/sitemap.xml"
+
+
+def test_junk_after_the_document_is_not_a_truncation() -> None:
+    """Bytes after </urlset> (NUL padding, a second root): all entries read, not truncated."""
+    body = b"<urlset><url><loc>https://www.example.com/a</loc></url></urlset>\n"
+    for junk in (b"\x00\x00\x00", b"<urlset/>", b"garbage"):
+        parsed = parse_sitemap(body + junk, URL_WWW)
+        assert [e.loc for e in parsed.entries] == ["https://www.example.com/a"]
+        assert not parsed.truncated
+        assert parsed.skipped == {"junk after document": 1}
+        assert _parse_chunks(body + junk, URL_WWW, [1] * len(body + junk)) == parsed
+
+
+@pytest.mark.parametrize("encoding", ["UTF-i", "shift_jis", "utf-32", "rot13"])
+def test_unusable_declared_encoding_is_a_parse_error(encoding: str) -> None:
+    """An encoding expat cannot use (unknown, multi-byte, not text) is "not XML", no crash."""
+    body = f'<?xml version="1.0" encoding="{encoding}"?><urlset/>'.encode()
+    with pytest.raises(SitemapParseError, match="not well-formed XML"):
+        parse_sitemap(body, URL_WWW)
