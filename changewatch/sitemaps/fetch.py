@@ -16,11 +16,12 @@ docs/fetching.md describes every rule.
 
 from __future__ import annotations
 
+import concurrent.futures
 import email.utils
 import ipaddress
 import socket
+import ssl
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -30,9 +31,10 @@ import httpx
 from ada_url import join_url
 
 from changewatch._version import __version__
-from changewatch.errors import FetchError, SitemapLimitError, UnsafeURLError
-from changewatch.sitemaps.netguard import address_refusal, url_refusal
+from changewatch.errors import FetchError, UnsafeURLError
+from changewatch.sitemaps.netguard import address_refusal, character_refusal, url_refusal
 from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
+from changewatch.sitemaps.response import FetchResponse
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -51,11 +53,6 @@ DEFAULT_CONNECT_TIMEOUT_S: Final = 10.0
 DEFAULT_READ_TIMEOUT_S: Final = 30.0
 DEFAULT_TOTAL_TIMEOUT_S: Final = 120.0
 DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
-#: Decoded pieces handed to the caller are at most this long (a gzip bomb never
-#: inflates into one huge ``bytes``).
-CHUNK_SIZE: Final = 65_536
-#: A decoded/compressed ratio over ``max_ratio`` is only judged past this many bytes.
-RATIO_FLOOR_BYTES: Final = 1_048_576
 
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _ACCEPT: Final = "application/xml, text/xml;q=0.9, text/plain;q=0.8, */*;q=0.5"
@@ -72,6 +69,24 @@ def system_resolve(host: str, port: int) -> list[str]:
         if address not in addresses:
             addresses.append(address)
     return addresses
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connect error (certificate, handshake), if that is what it is."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
@@ -98,134 +113,6 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-# ---------------------------------------------------------------- the response
-
-
-class FetchResponse:
-    """An open response: status and headers read, the body still to stream.
-
-    ``iter_bytes()`` yields the body with any ``Content-Encoding: gzip`` decoded (once, in
-    pieces of at most :data:`CHUNK_SIZE` bytes); ``gzip_decoded`` then says so, and the
-    parser must be told ``gzipped=False``. A gzip *file* served without that header is
-    yielded as it is, for the parser to sniff.
-    """
-
-    def __init__(
-        self,
-        *,
-        url: str,
-        final_url: str,
-        redirects: tuple[str, ...],
-        response: httpx.Response,
-        deadline: float,
-        client: SafeClient,
-        max_bytes: int | None,
-        max_ratio: int | None,
-    ) -> None:
-        #: The URL asked for (normalised) and the URL the body came from.
-        self.url = url
-        self.final_url = final_url
-        #: Every URL that redirected, in order (``final_url`` not included).
-        self.redirects = redirects
-        self.status = response.status_code
-        self.headers = response.headers
-        self.content_type: str | None = response.headers.get("content-type")
-        encoding = response.headers.get("content-encoding", "").strip().lower()
-        if encoding not in ("", "identity", "gzip", "x-gzip"):
-            raise FetchError(
-                final_url,
-                f"unsupported Content-Encoding {encoding!r} (only gzip was asked for)",
-                status=self.status,
-            )
-        self.gzip_decoded = encoding in ("gzip", "x-gzip")
-        #: Bytes received (before decoding) and bytes yielded so far.
-        self.bytes_received = 0
-        self.bytes_yielded = 0
-        self._response = response
-        self._deadline = deadline
-        self._client = client
-        self._max_bytes = max_bytes
-        self._max_ratio = max_ratio
-
-    def _raw(self) -> Iterator[bytes]:
-        chunks = self._response.iter_raw()
-        client = self._client
-        while True:
-            if client._clock() >= self._deadline:
-                raise FetchError(
-                    self.final_url, f"total timeout of {client.total_timeout:g} s exceeded"
-                )
-            client._deadline.value = self._deadline
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                return
-            except httpx.TimeoutException as exc:
-                raise FetchError(self.final_url, f"timed out reading the body: {exc}") from exc
-            except httpx.HTTPError as exc:
-                raise FetchError(self.final_url, f"body read failed: {exc}") from exc
-            finally:
-                client._deadline.value = None
-            self.bytes_received += len(chunk)
-            yield chunk
-
-    def _gunzip(self, raw: Iterator[bytes]) -> Iterator[bytes]:
-        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        pending = False  # the current gzip member has started but not ended
-        try:
-            for data in raw:
-                while data:
-                    pending = True
-                    piece = inflater.decompress(data, CHUNK_SIZE)
-                    if piece:
-                        yield piece
-                    if inflater.eof:  # RFC 1952 §2.2: a gzip stream may hold several members
-                        data = inflater.unused_data
-                        inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-                        pending = False
-                    else:
-                        data = inflater.unconsumed_tail
-            tail = inflater.flush()
-        except zlib.error as exc:
-            raise FetchError(
-                self.final_url, f"Content-Encoding gzip body is corrupt: {exc}"
-            ) from exc
-        if tail:
-            yield tail
-        if pending and not inflater.eof:
-            raise FetchError(self.final_url, "Content-Encoding gzip body is truncated")
-
-    def iter_bytes(self) -> Iterator[bytes]:
-        """The body, ``Content-Encoding`` decoded; raises FetchError or SitemapLimitError."""
-        pieces = self._gunzip(self._raw()) if self.gzip_decoded else self._raw()
-        for piece in pieces:
-            self.bytes_yielded += len(piece)
-            if self._max_bytes is not None and self.bytes_yielded > self._max_bytes:
-                raise SitemapLimitError(self.final_url, "max_bytes", self._max_bytes)
-            if (
-                self.gzip_decoded
-                and self._max_ratio is not None
-                and self.bytes_yielded > RATIO_FLOOR_BYTES
-                and self.bytes_yielded > self._max_ratio * max(self.bytes_received, 1)
-            ):
-                raise SitemapLimitError(
-                    self.final_url,
-                    "max_ratio",
-                    self._max_ratio,
-                    f"Content-Encoding gzip inflates over the max_ratio limit of "
-                    f"{self._max_ratio}:1 ({self.bytes_yielded} bytes from "
-                    f"{self.bytes_received})",
-                )
-            yield piece
-
-    def read(self) -> bytes:
-        """The whole decoded body (for small documents such as robots.txt)."""
-        return b"".join(self.iter_bytes())
-
-
-# ---------------------------------------------------------------- the client
-
-
 class SafeClient:
     """Fetches URLs as streams, refusing private addresses, on every redirect hop.
 
@@ -233,8 +120,9 @@ class SafeClient:
     are still checked, hosts still resolved once and connections still pinned.
     ``transport`` replaces the pinned transport (``httpx.MockTransport`` in tests): the
     addresses are still resolved with ``resolve`` and checked, but connecting is then the
-    transport's business. ``sleep``, ``clock`` (monotonic) and ``wall_clock`` (for
-    ``Retry-After`` dates) are injectable for tests.
+    transport's business. ``ssl_context`` replaces the default one (certificates verified
+    against the certifi bundle, for the hostname). ``sleep``, ``clock`` (monotonic) and
+    ``wall_clock`` (for ``Retry-After`` dates) are injectable for tests.
 
     Use as a context manager, or call :meth:`close`.
     """
@@ -253,6 +141,7 @@ class SafeClient:
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER_S,
         allow_downgrade: bool = True,
         transport: httpx.BaseTransport | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         resolve: Resolver = system_resolve,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -281,9 +170,14 @@ class SafeClient:
         self._sleep = sleep
         self._clock = clock
         self._wall_clock = wall_clock
-        self._deadline = Deadline()
+        self._deadline = Deadline(clock)
         self._pins: Pins = {}
-        self._transport = transport or PinnedTransport(self._pins, self._deadline)
+        self._transport = transport or PinnedTransport(self._pins, self._deadline, ssl_context)
+        # getaddrinfo cannot be given a timeout: it runs in these threads, and is waited
+        # for at most connect_timeout (and never past the total deadline).
+        self._resolver_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="changewatch-resolve"
+        )
 
     def __enter__(self) -> SafeClient:
         return self
@@ -292,8 +186,9 @@ class SafeClient:
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool and the resolver threads."""
         self._transport.close()
+        self._resolver_pool.shutdown(wait=False, cancel_futures=True)
 
     @contextmanager
     def stream(
@@ -317,7 +212,9 @@ class SafeClient:
                 redirects=redirects,
                 response=response,
                 deadline=deadline,
-                client=self,
+                clock=self._clock,
+                socket_deadline=self._deadline,
+                total_timeout=self.total_timeout,
                 max_bytes=max_bytes,
                 max_ratio=max_ratio,
             )
@@ -338,7 +235,7 @@ class SafeClient:
             raise UnsafeURLError(url if len(url) <= 200 else url[:200] + "…", hop + reason)
         return normalised.partition("#")[0]
 
-    def _pin(self, url: str, origin: str | None) -> None:
+    def _pin(self, url: str, origin: str | None, deadline: float) -> None:
         """Resolve the URL's host, check every address, record them for the connection."""
         parsed = httpx.URL(url)
         host = parsed.raw_host.decode("ascii")
@@ -346,20 +243,29 @@ class SafeClient:
         try:  # an IP literal (WHATWG normalisation wrote every IPv4 form dotted)
             addresses: Sequence[str] = [str(ipaddress.ip_address(host))]
         except ValueError:
+            lookup = self._resolver_pool.submit(self._resolve, host, port)
+            wait = min(self.connect_timeout, max(deadline - self._clock(), 0.001))
             try:
-                addresses = self._resolve(host, port)
+                addresses = lookup.result(timeout=wait)
+            except concurrent.futures.TimeoutError:
+                lookup.cancel()
+                raise FetchError(
+                    url, f"resolving host {host!r} timed out after {wait:g} s"
+                ) from None
             except (OSError, UnicodeError) as exc:
                 error = FetchError(url, f"cannot resolve host {host!r}: {exc}")
                 error.retryable = isinstance(exc, socket.gaierror) and exc.errno == socket.EAI_AGAIN
                 raise error from exc
             if not addresses:
-                raise FetchError(url, f"host {host!r} resolved to no address")
-        if not self.allow_private:
-            for address in addresses:
-                reason = address_refusal(address)
-                if reason is not None:
-                    via = f"redirect from {origin}: " if origin else ""
-                    raise UnsafeURLError(url, f"{via}refused address of {host!r}: {reason}")
+                raise FetchError(url, f"host {host!r} resolved to no address") from None
+        for address in addresses:
+            reason = address_refusal(address)
+            if reason is None:
+                continue
+            if self.allow_private and _is_ip(address):
+                continue  # allow_private lifts the address check only
+            via = f"redirect from {origin}: " if origin else ""
+            raise UnsafeURLError(url, f"{via}refused address of {host!r}: {reason}")
         self._pins[(host, port)] = tuple(addresses)
 
     def _timeouts(self, deadline: float) -> dict[str, float]:
@@ -378,9 +284,14 @@ class SafeClient:
             status: int | None = None
             cause: BaseException | None = None
             try:
-                self._pin(url, origin)
+                self._pin(url, origin, deadline)
                 response = self._request(url, deadline)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                tls = _tls_failure(exc)
+                if tls is not None:  # a bad certificate will not get better by retrying
+                    error = FetchError(url, f"TLS failed: {tls}")
+                    error.retryable = False
+                    raise error from exc
                 detail, cause = f"cannot connect: {exc}", exc
             except httpx.TimeoutException as exc:
                 raise FetchError(url, f"timed out waiting for the response: {exc}") from exc
@@ -445,8 +356,13 @@ class SafeClient:
             location = response.headers.get("location")
             if status in _REDIRECTS and location is not None:
                 response.close()
+                refusal = character_refusal(location)
+                if refusal is not None:
+                    raise UnsafeURLError(
+                        current, f"redirect refused: its Location {location!r} {refusal}"
+                    )
                 try:
-                    target = join_url(current, location.strip())
+                    target = join_url(current, location)
                 except ValueError:
                     raise FetchError(
                         current,
@@ -474,9 +390,10 @@ class SafeClient:
                     )
                 current = target
                 continue
-            if status >= 400:
+            if status >= 300:  # an error, or a 3xx that is no usable redirect
                 response.close()
-                error = FetchError(current, f"HTTP {status}", status=status)
+                detail = f"HTTP {status}" if status >= 400 else f"HTTP {status} without a Location"
+                error = FetchError(current, detail, status=status)
                 error.retryable = status == 429 or status >= 500
                 raise error
             return response, current, tuple(chain)

@@ -21,7 +21,13 @@ from ada_url import URL
 
 from changewatch.errors import UnsafeURLError
 
-__all__ = ["address_refusal", "check_address", "check_url", "url_refusal"]
+__all__ = [
+    "address_refusal",
+    "character_refusal",
+    "check_address",
+    "check_url",
+    "url_refusal",
+]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -156,6 +162,23 @@ def check_address(address: str | IPAddress, url: str | None = None) -> None:
         raise UnsafeURLError(url or str(address), f"refused address: {reason}")
 
 
+def character_refusal(text: str) -> str | None:
+    """Why ``text`` (a URL or a relative reference) holds a refused character, or ``None``.
+
+    >>> character_refusal("/a b")
+    "contains whitespace (' ')"
+    """
+    for char in text:
+        if char in _C0_C1 or char.isspace():
+            what = "whitespace" if char.isspace() else "a control character"
+            return f"contains {what} ({char!r})"
+        if char == "\\":
+            # WHATWG turns "\" into "/" in special URLs; other parsers do not, so the
+            # same string names different hosts for different parsers: refused.
+            return "contains a backslash"
+    return None
+
+
 def url_refusal(url: str) -> tuple[str | None, str]:
     """``(reason, normalised)``: why ``url`` may not be fetched (``None`` if it may).
 
@@ -165,14 +188,9 @@ def url_refusal(url: str) -> tuple[str | None, str]:
     """
     if not isinstance(url, str):
         raise TypeError(f"url must be str, not {type(url).__name__}")
-    for char in url:
-        if char in _C0_C1 or char.isspace():
-            what = "whitespace" if char.isspace() else "a control character"
-            return f"contains {what} ({char!r})", url
-        if char == "\\":
-            # WHATWG turns "\" into "/" in special URLs; other parsers do not, so the
-            # same string names different hosts for different parsers: refused.
-            return "contains a backslash", url
+    reason = character_refusal(url)
+    if reason is not None:
+        return reason, url
     try:
         parsed = URL(url)
     except ValueError:

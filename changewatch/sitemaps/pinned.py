@@ -13,7 +13,7 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -28,12 +28,15 @@ Pins = dict[tuple[str, int], tuple[str, ...]]
 
 
 class Deadline(threading.local):
-    """The monotonic deadline of the fetch running on this thread (``None``: no fetch)."""
+    """The deadline of the fetch running on this thread (``None``: no fetch), on ``clock``."""
 
     value: float | None = None
 
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
 
-class DeadlineStream(httpcore.NetworkStream):
+
+class _DeadlineStream(httpcore.NetworkStream):
     """A socket stream whose every read and write waits no later than the total deadline."""
 
     def __init__(self, stream: httpcore.NetworkStream, deadline: Deadline) -> None:
@@ -43,7 +46,7 @@ class DeadlineStream(httpcore.NetworkStream):
     def _cap(self, timeout: float | None, error: type[Exception]) -> float | None:
         if self._deadline.value is None:
             return timeout
-        remaining = self._deadline.value - time.monotonic()
+        remaining = self._deadline.value - self._deadline.clock()
         if remaining <= 0:
             raise error("total timeout exceeded")
         return remaining if timeout is None else min(timeout, remaining)
@@ -64,7 +67,7 @@ class DeadlineStream(httpcore.NetworkStream):
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
         capped = self._cap(timeout, httpcore.ConnectTimeout)
-        return DeadlineStream(
+        return _DeadlineStream(
             self._stream.start_tls(ssl_context, server_hostname, capped), self._deadline
         )
 
@@ -99,7 +102,7 @@ class _PinnedBackend(httpcore.SyncBackend):
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
                 continue
-            return DeadlineStream(stream, self._deadline)
+            return _DeadlineStream(stream, self._deadline)
         assert failure is not None
         raise failure
 
@@ -149,9 +152,11 @@ class _PinnedStream(httpx.SyncByteStream):
 class PinnedTransport(httpx.BaseTransport):
     """An httpx transport over an httpcore pool that connects only to checked addresses."""
 
-    def __init__(self, pins: Pins, deadline: Deadline) -> None:
+    def __init__(
+        self, pins: Pins, deadline: Deadline, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl.create_default_context(cafile=certifi.where()),
+            ssl_context=ssl_context or ssl.create_default_context(cafile=certifi.where()),
             network_backend=_PinnedBackend(pins, deadline),
             max_connections=10,
             max_keepalive_connections=5,

@@ -20,7 +20,7 @@ from ada_url import URL, join_url
 from changewatch.errors import SitemapError, UnsafeURLError
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapURL
-from changewatch.sitemaps.netguard import check_url
+from changewatch.sitemaps.netguard import character_refusal, check_url
 from changewatch.sitemaps.parse import SitemapParser
 
 __all__ = [
@@ -44,6 +44,12 @@ _BOMS = (
     (b"\xff\xfe", "utf-16-le"),
     (b"\xfe\xff", "utf-16-be"),
 )
+
+
+def _message(url: str, error: SitemapError) -> str:
+    """The error's text without a leading repeat of ``url`` (kept when it names another)."""
+    text = str(error)
+    return text.removeprefix(f"{url}: ")
 
 
 def _host(url: str) -> str:
@@ -90,7 +96,7 @@ def robots_sitemaps(body: bytes, base: str) -> list[str]:
             candidate = line
         else:
             continue
-        if not candidate:
+        if not candidate or character_refusal(candidate) is not None:
             continue
         try:
             url = check_url(join_url(base, candidate))
@@ -199,7 +205,7 @@ class SitemapWalk(Iterator[SitemapURL]):
         try:
             url = check_url(url)
         except UnsafeURLError as exc:
-            self.report.errors.append((url, str(exc)))
+            self.report.errors.append((url, _message(url, exc)))
             return
         if url in self._seen:
             self.report.skipped["sitemap_seen"] += 1
@@ -233,7 +239,7 @@ class SitemapWalk(Iterator[SitemapURL]):
             try:
                 yield from self._read(url, depth, hosts)
             except SitemapError as exc:
-                self.report.errors.append((url, str(exc)))
+                self.report.errors.append((url, _message(url, exc)))
 
     def _read(self, url: str, depth: int, hosts: frozenset[str]) -> Iterator[SitemapURL]:
         limits = self._limits
@@ -281,6 +287,9 @@ class SitemapWalk(Iterator[SitemapURL]):
         )
         self.report.sitemaps.append(done)
         self.report.skipped.update(parser.skipped)
+        if parser.truncated:  # entries before the break were yielded; absence means nothing
+            detail = _message(url, parser.error) if parser.error else "the document breaks off"
+            self.report.errors.append((url, f"truncated: {detail}"))
         if self._progress is not None:
             self._progress(done, self.report)
 

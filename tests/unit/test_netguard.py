@@ -266,3 +266,25 @@ def test_non_string_url_is_a_type_error() -> None:
     """A non-str URL is a programming error, not an unsafe URL."""
     with pytest.raises(TypeError):
         check_url(b"http://example.com/")  # type: ignore[arg-type]
+
+
+_URLISH = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        lambda scheme, host, rest: f"{scheme}://{host}{rest}",
+        st.sampled_from(["http", "https", "HTTP", "ftp", "file", "javascript"]),
+        st.text(alphabet="abc.0123456789x:[]@%-", max_size=20),
+        st.text(max_size=20),
+    ),
+)
+
+
+@given(_URLISH)
+def test_check_url_refuses_cleanly_and_is_idempotent(text: str) -> None:
+    """check_url either raises UnsafeURLError or returns a URL it accepts unchanged."""
+    try:
+        normalised = check_url(text)
+    except UnsafeURLError:
+        return
+    assert normalised.startswith(("http://", "https://"))
+    assert check_url(normalised) == normalised
