@@ -23,13 +23,23 @@ stays flat whatever the number of URLs; findings go to a ``sink`` as they are fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 from changewatch.digest_table import DigestTable
 from changewatch.errors import InvalidURLError
+from changewatch.reconcile_model import (
+    HostResult,
+    LastmodTrust,
+    ReconcileResult,
+    SitemapProblem,
+    SitemapSource,
+    StaticSource,
+    Verdict,
+    WalkOutcome,
+)
 from changewatch.sitemaps.model import SitemapURL
 from changewatch.store.reconcile import (
     DEFAULT_LOOKUP_BATCH,
@@ -57,7 +67,6 @@ __all__ = [
 ]
 
 ListedKind = Literal["missing", "stale", "fresh"]
-Verdict = Literal["agrees", "ahead", "behind"]
 #: Findings flushed to the sink (and the database) at a time.
 DEFAULT_FINDINGS_BATCH = 1_000
 
@@ -114,136 +123,6 @@ def lastmod_verdict(lastmod: datetime | None, page: StoredPage | None) -> Verdic
     return "behind" if lastmod < page.previous_last_seen else "agrees"
 
 
-@dataclass(slots=True)
-class LastmodTrust:
-    """Counts of :func:`lastmod_verdict` over a host's entries; ``trust`` is agrees/comparable."""
-
-    agrees: int = 0
-    ahead: int = 0
-    behind: int = 0
-
-    @property
-    def comparable(self) -> int:
-        """Entries whose ``lastmod`` the history could judge."""
-        return self.agrees + self.ahead + self.behind
-
-    @property
-    def trust(self) -> float | None:
-        """Share of comparable entries whose ``lastmod`` agrees; ``None`` with none to judge.
-
-        >>> LastmodTrust(agrees=3, ahead=1).trust
-        0.75
-        """
-        return self.agrees / self.comparable if self.comparable else None
-
-    def add(self, verdict: Verdict | None) -> None:
-        """Count one verdict (``None`` is not counted)."""
-        if verdict is not None:
-            setattr(self, verdict, getattr(self, verdict) + 1)
-
-
-@dataclass(frozen=True, slots=True)
-class SitemapProblem:
-    """A sitemap (or robots.txt) that could not be read, and why."""
-
-    sitemap: str
-    error: str
-
-
-@dataclass(frozen=True, slots=True)
-class WalkOutcome:
-    """What a sitemap source reports once its entries are exhausted."""
-
-    #: Hosts of the starting URLs; every one gets a row in the result, even with no entry.
-    start_hosts: frozenset[str]
-    #: Hosts whose every walk completed without an error: vanished is computed for these.
-    complete_hosts: frozenset[str]
-    errors: tuple[SitemapProblem, ...] = ()
-    #: Sitemaps read per host of the starting URLs.
-    sitemaps: dict[str, int] = field(default_factory=dict)
-
-
-class SitemapSource(Protocol):
-    """Where the entries come from: a walk of sites' sitemaps, or a list in tests."""
-
-    def entries(self) -> Iterator[SitemapURL]:
-        """Every listed page, streamed."""
-        ...
-
-    def outcome(self) -> WalkOutcome:
-        """Completeness and errors; valid once :meth:`entries` is exhausted."""
-        ...
-
-
-@dataclass(slots=True)
-class StaticSource:
-    """A :class:`SitemapSource` over entries already in hand (tests, other tools)."""
-
-    listed: Sequence[SitemapURL]
-    start_hosts: frozenset[str]
-    complete_hosts: frozenset[str] | None = None
-    errors: tuple[SitemapProblem, ...] = ()
-
-    def entries(self) -> Iterator[SitemapURL]:
-        """The entries as given."""
-        return iter(self.listed)
-
-    def outcome(self) -> WalkOutcome:
-        """Every start host complete unless ``complete_hosts`` says otherwise."""
-        complete = self.start_hosts if self.complete_hosts is None else self.complete_hosts
-        return WalkOutcome(self.start_hosts, complete, self.errors)
-
-
-@dataclass(slots=True)
-class HostResult:
-    """The reconciliation of one host."""
-
-    host: str
-    listed: int = 0
-    missing: int = 0
-    stale: int = 0
-    fresh: int = 0
-    vanished: int = 0
-    #: Entries skipped because their URL failed canonicalisation.
-    invalid: int = 0
-    #: Entries skipped because the same canonical URL was listed before.
-    duplicates: int = 0
-    sitemaps: int = 0
-    vanished_checked: bool = False
-    trust: LastmodTrust = field(default_factory=LastmodTrust)
-    errors: list[SitemapProblem] = field(default_factory=list)
-
-    def counts(self) -> dict[str, int]:
-        """The four totals of this host."""
-        return {
-            "missing": self.missing,
-            "stale": self.stale,
-            "vanished": self.vanished,
-            "fresh": self.fresh,
-        }
-
-
-@dataclass(slots=True)
-class ReconcileResult:
-    """The reconciliation of every host of a run."""
-
-    hosts: dict[str, HostResult]
-    errors: list[SitemapProblem]
-    #: ``complete``, ``failed`` (a site yielded nothing readable) or ``interrupted``.
-    status: str = "complete"
-    run_id: int | None = None
-    #: The URL-storage policy; under ``none`` vanished pages are known by digest only.
-    url_policy: str = "full"
-
-    def totals(self) -> dict[str, int]:
-        """``missing``, ``stale``, ``vanished`` and ``fresh`` over every host."""
-        sums = dict.fromkeys(("missing", "stale", "vanished", "fresh"), 0)
-        for host in self.hosts.values():
-            for kind, n in host.counts().items():
-                sums[kind] += n
-        return sums
-
-
 def site_host(url: str, policy: CanonPolicy | None = None) -> str:
     """The host (with a non-default port) a site or sitemap URL belongs to.
 
@@ -285,26 +164,46 @@ def reconcile(
     status = "complete"
     done = 0
     pending: list[SitemapURL] = []
-    try:
-        for entry in source.entries():
-            pending.append(entry)
-            if len(pending) >= batch:
-                state.handle(pending)
-                done += len(pending)
-                pending = []
-                if progress is not None:
-                    progress(done)
-                if should_stop is not None and should_stop():
-                    raise _Stopped
-        state.handle(pending)
-        done += len(pending)
-        if progress is not None:
-            progress(done)
-        outcome = source.outcome()
-        state.vanished(outcome, should_stop)
-    except _Stopped:
-        status = "interrupted"
-        outcome = WalkOutcome(frozenset(), frozenset())
+    # One lookup in flight on a worker thread while the next batch is parsed and
+    # canonicalised: the database round trip overlaps the CPU work (the driver releases
+    # the GIL while it waits).
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="changewatch-lookup") as pool:
+        inflight: tuple[list[_Todo], Future[dict[bytes, StoredPage]]] | None = None
+
+        def settle() -> None:
+            nonlocal inflight
+            if inflight is not None:
+                todo, future = inflight
+                inflight = None
+                state.record(todo, future.result())
+
+        def dispatch(entries: list[SitemapURL]) -> None:
+            nonlocal inflight, done
+            todo = state.prepare(entries)
+            settle()
+            if todo:
+                inflight = (todo, pool.submit(store.lookup, [t[2] for t in todo]))
+            done += len(entries)
+
+        try:
+            for entry in source.entries():
+                pending.append(entry)
+                if len(pending) >= batch:
+                    dispatch(pending)
+                    pending = []
+                    if progress is not None:
+                        progress(done)
+                    if should_stop is not None and should_stop():
+                        raise _Stopped
+            dispatch(pending)
+            settle()
+            if progress is not None:
+                progress(done)
+            outcome = source.outcome()
+            state.vanished(outcome, should_stop)
+        except _Stopped:
+            status = "interrupted"
+            outcome = WalkOutcome(frozenset(), frozenset())
     state.flush()
     hosts = state.hosts
     for host in outcome.start_hosts:
@@ -331,6 +230,10 @@ def _problem_host(sitemap: str, hosts: frozenset[str]) -> str | None:
     return host if host in hosts else (next(iter(hosts)) if len(hosts) == 1 else None)
 
 
+#: One entry left to look up: host, canonical URL, digest, the entry.
+_Todo = tuple[str, str, bytes, SitemapURL]
+
+
 class _State:
     """The running state of :func:`reconcile`: per-host tables and counts, pending findings."""
 
@@ -353,8 +256,8 @@ class _State:
             result = self.hosts[name] = HostResult(name)
         return result
 
-    def handle(self, entries: Sequence[SitemapURL]) -> None:
-        """Canonicalise, skip repeats, look up exactly, classify one batch."""
+    def prepare(self, entries: Sequence[SitemapURL]) -> list[_Todo]:
+        """Canonicalise one batch and drop repeats: what is left to look up."""
         canon = self.canon
         by_host: dict[str, list[tuple[str, bytes, SitemapURL]]] = {}
         for entry in entries:
@@ -366,7 +269,7 @@ class _State:
             by_host.setdefault(url_host(canonical), []).append(
                 (canonical, digest_canonical(canonical), entry)
             )
-        todo: list[tuple[str, str, bytes, SitemapURL]] = []
+        todo: list[_Todo] = []
         for host, items in by_host.items():
             result = self.host(host)
             result.listed += len(items)
@@ -379,9 +282,10 @@ class _State:
                     todo.append((host, canonical, digest, entry))
                 else:
                     result.duplicates += 1
-        if not todo:
-            return
-        stored = self.store.lookup([digest for _, _, digest, _ in todo])
+        return todo
+
+    def record(self, todo: Sequence[_Todo], stored: dict[bytes, StoredPage]) -> None:
+        """Count and record one looked-up batch."""
         for host, canonical, digest, entry in todo:
             page = stored.get(digest)
             result = self.hosts[host]
