@@ -319,17 +319,19 @@ class _State:
             result = self.host(host)
             result.vanished_checked = True
             table = self.tables.get(host) or DigestTable()
-            for rows in self.store.host_pages(host):
-                listed = table.contains_many(b"".join(digest for digest, _, _ in rows))
-                for (digest, url, last_seen), seen in zip(rows, listed.tolist(), strict=True):
-                    if seen:
-                        continue
-                    result.vanished += 1
-                    self.findings.append(
-                        Finding("vanished", host, url, digest, stored_last_seen=last_seen)
-                    )
-                if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
-                    self.flush()
+            for digests in self.store.host_digests(host):
+                listed = table.contains_many(b"".join(digests))
+                gone = [d for d, seen in zip(digests, listed.tolist(), strict=True) if not seen]
+                for start in range(0, len(gone), DEFAULT_LOOKUP_BATCH):
+                    for digest, url, last_seen in self.store.pages(
+                        gone[start : start + DEFAULT_LOOKUP_BATCH]
+                    ):
+                        result.vanished += 1
+                        self.findings.append(
+                            Finding("vanished", host, url, digest, stored_last_seen=last_seen)
+                        )
+                    if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
+                        self.flush()
                 if should_stop is not None and should_stop():
                     raise _Stopped
 

@@ -6,8 +6,9 @@ Every statement the reconciliation job (:mod:`changewatch.reconcile`) runs is he
   each page — exactly, from ``page_snapshots`` (never from a seen-set, whose Bloom false
   positives are what the job exists to catch) — with the ``last_seen`` of the version before
   the current one, from ``page_versions``, for the lastmod trust figure;
-* :meth:`ReconcileStore.host_pages` streams the stored pages of one host in digest order, for
-  the *vanished* diff, without loading them all;
+* :meth:`ReconcileStore.host_digests` streams the URL digests of one host's stored pages in
+  digest order, for the *vanished* diff, without loading them all; :meth:`~ReconcileStore.pages`
+  then reads the URL and ``last_seen`` of the vanished ones only;
 * :meth:`ReconcileStore.start_run`, :meth:`~ReconcileStore.add_findings` and
   :meth:`~ReconcileStore.finish_run` record a run in ``reconcile_runs`` / ``reconcile_findings``;
 * :meth:`ReconcileStore.site_locks` keeps two runs of the same site from overlapping: a
@@ -198,20 +199,27 @@ class ReconcileStore:
             for r in rows
         }
 
-    def host_pages(
-        self, host: str, batch: int = DEFAULT_SCAN_BATCH
-    ) -> Iterator[list[tuple[bytes, str | None, datetime]]]:
-        """The stored pages of ``host`` as ``(url_digest, url, last_seen)``, in digest order,
-        ``batch`` rows at a time, streamed from one query (a server-side cursor on Postgres)."""
+    def host_digests(self, host: str, batch: int = DEFAULT_SCAN_BATCH) -> Iterator[list[bytes]]:
+        """The URL digests of ``host``'s stored pages, in digest order, ``batch`` at a time,
+        streamed from one query (a server-side cursor on Postgres)."""
+        stmt = sa.select(_SNAP.url_digest).where(_SNAP.host == host).order_by(_SNAP.url_digest)
+        with _translate(self._url), self._engine.connect() as conn:
+            result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
+            for part in result.scalars().partitions(batch):
+                yield [bytes(digest) for digest in part]
+
+    def pages(self, digests: Sequence[bytes]) -> list[tuple[bytes, str | None, datetime]]:
+        """``(url_digest, url, last_seen)`` of these stored pages, in digest order."""
+        if not digests:
+            return []
         stmt = (
             sa.select(_SNAP.url_digest, _SNAP.url, _SNAP.last_seen)
-            .where(_SNAP.host == host)
+            .where(_SNAP.url_digest.in_(bindparam("digests", expanding=True)))
             .order_by(_SNAP.url_digest)
         )
         with _translate(self._url), self._engine.connect() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
-            for part in result.partitions(batch):
-                yield [(bytes(r[0]), r[1], r[2]) for r in part]
+            rows = conn.execute(stmt, {"digests": list(digests)}).all()
+        return [(bytes(r[0]), r[1], r[2]) for r in rows]
 
     def host_count(self, host: str) -> int:
         """How many pages of ``host`` the store holds."""
