@@ -34,7 +34,6 @@ from typing import IO, Any
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, make_url
 
 from changewatch.store.store import SnapshotStore, _translate
@@ -77,20 +76,24 @@ def _lookup_columns(snap: Any, previous: Any) -> tuple[Any, ...]:
 def _pg_lookup() -> sa.Select[Any]:
     """Postgres: one index probe per digest, whatever the planner thinks of the table size.
 
-    ``unnest`` of one array parameter feeds a ``LATERAL … LIMIT 1`` subquery per digest,
+    Each digest (cut from one ``bytea`` parameter) feeds a ``LATERAL … LIMIT 1`` subquery,
     which the planner cannot flatten into a hash join over the whole table (a plain
     ``= ANY(…)`` or a join with ``unnest`` was planned as a sequential scan on a 100,000-row
     store: 50-100 ms per batch against 4 ms). The previous version is only looked up for
     pages with more than one version.
     """
+    # The digests travel as one bytea of n × 16 bytes, cut up server-side: one parameter to
+    # send instead of an array of 1,000 escaped elements.
+    blob = bindparam("blob", type_=sa.LargeBinary)
+    _16 = sa.literal_column("16", sa.Integer)  # integer division, digests of 16 bytes
     wanted = (
-        sa.func.unnest(bindparam("digests", type_=postgresql.ARRAY(sa.LargeBinary)))
-        .table_valued("digest")
+        sa.func.generate_series(0, sa.func.length(blob, type_=sa.Integer).op("/")(_16) - 1)
+        .table_valued("i")
         .render_derived()
     )
     snap = (
         sa.select(page_snapshots)
-        .where(_SNAP.url_digest == wanted.c.digest)
+        .where(_SNAP.url_digest == sa.func.substr(blob, wanted.c.i * _16 + 1, _16))
         .limit(1)
         .lateral("snap")
     )
@@ -184,9 +187,13 @@ class ReconcileStore:
         """The stored pages among ``digests`` (one SELECT; keep batches near 1,000)."""
         if not digests:
             return {}
-        stmt = _PG_LOOKUP if self.dialect == "postgresql" else _SQLITE_LOOKUP
+        params: dict[str, Any]
+        if self.dialect == "postgresql":
+            stmt, params = _PG_LOOKUP, {"blob": b"".join(digests)}
+        else:
+            stmt, params = _SQLITE_LOOKUP, {"digests": list(digests)}
         with _translate(self._url), self._engine.connect() as conn:
-            rows = conn.execute(stmt, {"digests": list(digests)}).all()
+            rows = conn.execute(stmt, params).all()
         return {
             bytes(r.url_digest): StoredPage(
                 url_digest=bytes(r.url_digest),
