@@ -19,6 +19,7 @@ __all__ = ["MAX_LOAD", "DigestTable"]
 #: Largest fraction of slots in use before the table doubles.
 MAX_LOAD = 0.7
 _MIN_SLOTS = 1 << 10
+_REHASH_SLICE = 1 << 16
 _HALVES = np.dtype(">u8")
 
 U64 = npt.NDArray[np.uint64]
@@ -139,9 +140,14 @@ class DigestTable:
         slots = self._hi.size
         while slots * MAX_LOAD < needed:
             slots *= 2
-        hi, lo = self._hi[self._used], self._lo[self._used]
+        old_hi, old_lo, old_used = self._hi, self._lo, self._used
         self._allocate(slots)
-        self._insert(hi, lo)
+        # Re-inserted a slice at a time: the probing temporaries stay small, so the peak is
+        # the old table plus the new one.
+        for start in range(0, old_hi.size, _REHASH_SLICE):
+            end = start + _REHASH_SLICE
+            used = old_used[start:end]
+            self._insert(old_hi[start:end][used], old_lo[start:end][used])
 
     def sorted_digests(self) -> U64:
         """Every digest as an (n, 2) array of big-endian halves, in byte (memcmp) order."""

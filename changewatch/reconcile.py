@@ -23,6 +23,7 @@ stays flat whatever the number of URLs; findings go to a ``sink`` as they are fo
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 ListedKind = Literal["missing", "stale", "fresh"]
+#: Lookups a run keeps going at once (each on its own connection).
+LOOKUPS_IN_FLIGHT = 2
 #: Findings flushed to the sink (and the database) at a time.
 DEFAULT_FINDINGS_BATCH = 1_000
 
@@ -164,25 +167,24 @@ def reconcile(
     status = "complete"
     done = 0
     pending: list[SitemapURL] = []
-    # One lookup in flight on a worker thread while the next batch is parsed and
-    # canonicalised: the database round trip overlaps the CPU work (the driver releases
-    # the GIL while it waits).
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="changewatch-lookup") as pool:
-        inflight: tuple[list[_Todo], Future[dict[bytes, StoredPage]]] | None = None
+    # Lookups run on worker threads, up to LOOKUPS_IN_FLIGHT at a time, while the next
+    # batches are parsed and canonicalised: database round trips overlap the CPU work and
+    # each other (the driver releases the GIL while it waits). Counting is commutative, so
+    # batches are recorded in submission order.
+    with ThreadPoolExecutor(LOOKUPS_IN_FLIGHT, thread_name_prefix="changewatch-lookup") as pool:
+        inflight: deque[tuple[list[_Todo], Future[dict[bytes, StoredPage]]]] = deque()
 
-        def settle() -> None:
-            nonlocal inflight
-            if inflight is not None:
-                todo, future = inflight
-                inflight = None
+        def settle(keep: int = 0) -> None:
+            while len(inflight) > keep:
+                todo, future = inflight.popleft()
                 state.record(todo, future.result())
 
         def dispatch(entries: list[SitemapURL]) -> None:
-            nonlocal inflight, done
+            nonlocal done
             todo = state.prepare(entries)
-            settle()
+            settle(keep=LOOKUPS_IN_FLIGHT - 1)
             if todo:
-                inflight = (todo, pool.submit(store.lookup, [t[2] for t in todo]))
+                inflight.append((todo, pool.submit(store.lookup, [t[2] for t in todo])))
             done += len(entries)
 
         try:
