@@ -180,6 +180,16 @@ class ReconcileStore:
         self._engine = store.engine
         self._url = store.database_url
         self.dialect = store.dialect
+        if self.dialect == "postgresql":
+            # Compiled once and run as driver SQL: no per-row type processing (psycopg already
+            # returns aware datetimes), and the digests go as one binary parameter (%(blob)b).
+            # About half the client time per batch of 1,000.
+            compiled = _PG_LOOKUP.compile(dialect=self._engine.dialect)
+            sql = str(compiled)
+            if "%(blob)s" not in sql:  # pragma: no cover - a driver with another paramstyle
+                raise RuntimeError("unexpected parameter style in the compiled lookup")
+            self._pg_sql = sql.replace("%(blob)s", "%(blob)b")
+            self._pg_params = {k: v for k, v in compiled.params.items() if k != "blob"}
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -187,24 +197,13 @@ class ReconcileStore:
         """The stored pages among ``digests`` (one SELECT; keep batches near 1,000)."""
         if not digests:
             return {}
-        params: dict[str, Any]
-        if self.dialect == "postgresql":
-            stmt, params = _PG_LOOKUP, {"blob": b"".join(digests)}
-        else:
-            stmt, params = _SQLITE_LOOKUP, {"digests": list(digests)}
         with _translate(self._url), self._engine.connect() as conn:
-            rows = conn.execute(stmt, params).all()
-        return {
-            bytes(r.url_digest): StoredPage(
-                url_digest=bytes(r.url_digest),
-                host=r.host,
-                last_seen=r.last_seen,
-                last_changed=r.last_changed,
-                version_count=r.version_count,
-                previous_last_seen=r.previous_last_seen,
-            )
-            for r in rows
-        }
+            if self.dialect == "postgresql":
+                params = self._pg_params | {"blob": b"".join(digests)}
+                rows: Sequence[Any] = conn.exec_driver_sql(self._pg_sql, params).all()
+            else:
+                rows = conn.execute(_SQLITE_LOOKUP, {"digests": list(digests)}).all()
+        return {bytes(r[0]): StoredPage(bytes(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
     def host_digests(self, host: str, batch: int = DEFAULT_SCAN_BATCH) -> Iterator[list[bytes]]:
         """The URL digests of ``host``'s stored pages, in digest order, ``batch`` at a time,
