@@ -18,7 +18,8 @@ Then, in separate child processes (so each peak RSS is that process's own ``ru_m
 * ultimate-sitemap-parser 1.8.1 (``SitemapFetcher(INDEX_URL).sitemap()`` and iterating
   ``all_pages()``) — fetching and parsing the same files from the same server, nothing more.
 
-Wall times are medians of ``--repeats`` runs (peak RSS: the largest). Run::
+Wall and CPU times (user + system of the child; the Postgres server's work is not in it) are
+medians of ``--repeats`` runs; peak RSS is the largest. Run::
 
     python benchmarks/reconcile.py --quick      # 20,000 URLs, 4 sitemaps: a smoke test
     python benchmarks/reconcile.py              # 1,000,000 URLs, 20 sitemaps (minutes)
@@ -211,8 +212,18 @@ def child(kind: str, start: str, database_url: str | None) -> None:
         tree = SitemapFetcher(url=start, recursion_level=0).sitemap()
         result = {"pages": sum(1 for _ in tree.all_pages())}
     wall = time.perf_counter() - began
-    rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"wall_s": wall, "peak_rss_mib": rss_kib / 1024, "result": result}))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "cpu_s": cpu,
+                "peak_rss_mib": usage.ru_maxrss / 1024,
+                "result": result,
+            }
+        )
+    )
 
 
 def measure(kind: str, start: str, database_url: str | None) -> dict[str, Any]:
@@ -283,8 +294,9 @@ def report(
         ("ultimate-sitemap-parser 1.8.1", theirs, "fetch + parse"),
     ):
         wall = statistics.median(r["wall_s"] for r in runs)
+        cpu = statistics.median(r["cpu_s"] for r in runs)
         rss = max(r["peak_rss_mib"] for r in runs)
-        rows.append({"tool": name, "task": task, "wall_s": wall, "peak_rss_mib": rss})
+        rows.append({"tool": name, "task": task, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": rss})
     ratio = rows[1]["wall_s"] / rows[0]["wall_s"]
     summary = {
         "urls": n,
@@ -299,11 +311,11 @@ def report(
         return
     print(f"{n:,} URLs, {count} gzip sitemaps + index, store of {n:,} rows (Postgres)")
     print(f"found: {expected}; wall: median of {repeats}; RSS: peak of the child process")
-    print(f"{'tool':32} {'wall s':>9} {'URLs/s':>11} {'peak RSS MiB':>13}  task")
+    print(f"{'tool':32} {'wall s':>9} {'URLs/s':>11} {'CPU s':>8} {'peak RSS MiB':>13}  task")
     for row in rows:
         print(
             f"{row['tool']:32} {row['wall_s']:9.2f} {n / row['wall_s']:11,.0f} "
-            f"{row['peak_rss_mib']:13.1f}  {row['task']}"
+            f"{row['cpu_s']:8.2f} {row['peak_rss_mib']:13.1f}  {row['task']}"
         )
     print(f"usp wall / changewatch wall: {ratio:.2f}×")
 
