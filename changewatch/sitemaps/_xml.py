@@ -242,7 +242,7 @@ class XmlReader:
         if loc is None or not loc.strip():
             if not self._own:
                 return RawEntry(None, self._date)
-            # Seen in the wild (and accepted by crawler-commons): <sitemap>URL</sitemap>.
+            # Seen in the wild (crawler-commons keeps one as a test file): <sitemap>URL</sitemap>.
             return RawEntry("".join(self._own), self._date, self._own_len >= MAX_LOC_CHARS)
         return RawEntry(loc, self._date, self._loc_over)
 

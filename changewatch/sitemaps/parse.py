@@ -2,9 +2,10 @@
 
 Pure: no I/O, no network, no clock. Feed the body in chunks as it arrives::
 
-    parser = SitemapParser("https://example.com/sitemap.xml")
+    parser = SitemapParser("https://example.com/sitemap.xml.gz")
     for chunk in body:
-        handle(parser.feed(chunk))
+        for entry in parser.feed_iter(chunk):   # or: handle(parser.feed(chunk))
+            handle(entry)
     handle(parser.close())
 
 Reads XML ``urlset`` and ``sitemapindex`` (any or no namespace, BOM, leading whitespace,
@@ -17,7 +18,7 @@ off after its root was recognised keeps the entries read so far and sets ``trunc
 from __future__ import annotations
 
 import zlib
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ from changewatch.errors import (
     SitemapError,
     SitemapParseError,
 )
+from changewatch.sitemaps._gzip import GZIP_MAGIC, Inflater
 from changewatch.sitemaps._lastmod import parse_lastmod
 from changewatch.sitemaps._loc import MAX_LOC_CHARS, check_loc, host_key
 from changewatch.sitemaps._xml import RawEntry, XmlReader, limit_error
@@ -42,7 +44,6 @@ _PIECE: Final = 65_536
 #: The decompression ratio is only judged past this much output: tiny bodies have noisy ratios
 #: and cannot hurt.
 RATIO_FLOOR_BYTES: Final = 1_048_576
-_GZIP_MAGIC: Final = b"\x1f\x8b"
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 _XML_SPACE: Final = b" \t\r\n"
@@ -60,52 +61,6 @@ class ParsedSitemap:
     truncated: bool = False
     #: Where and how it broke off, when ``truncated``.
     error: str | None = None
-
-
-class _Inflater:
-    """Incremental gzip inflation that never produces more than asked for per call.
-
-    Handles multi-member files (RFC 1952 §2.2) and ignores bytes after the last member, as
-    gzip(1) does. Callers push small pieces, so the held input stays small.
-    """
-
-    def __init__(self) -> None:
-        self._member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        self._pending = b""
-        self._more = False
-        #: Compressed bytes zlib has used so far (for the ratio check).
-        self.consumed = 0
-
-    @property
-    def complete(self) -> bool:
-        """The last member ended cleanly and nothing is left over."""
-        return self._member.eof and not self._pending
-
-    def push(self, data: bytes) -> None:
-        self._pending += data
-
-    def pull(self, most: int) -> bytes:
-        """Up to ``most`` inflated bytes (``b""`` when it needs more input); raises zlib.error."""
-        while self._pending or self._more:
-            if self._member.eof:
-                if not _GZIP_MAGIC.startswith(self._pending[:2]):
-                    self.consumed += len(self._pending)
-                    self._pending = b""
-                    return b""
-                if len(self._pending) < 2:
-                    return b""
-                self._member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            data = self._pending
-            out = self._member.decompress(data, most)
-            rest = self._member.unused_data if self._member.eof else self._member.unconsumed_tail
-            self.consumed += len(data) - len(rest)
-            self._pending = rest
-            self._more = len(out) == most and not self._member.eof
-            if out:
-                return out
-            if len(rest) == len(data) and not self._member.eof:
-                return b""
-        return b""
 
 
 class SitemapParser:
@@ -128,7 +83,10 @@ class SitemapParser:
         gzipped: bool | None = None,
         strict: bool = False,
     ) -> None:
-        host = urlsplit(sitemap_url).hostname
+        try:
+            host = urlsplit(sitemap_url).hostname
+        except ValueError:  # "http://[::1", a bad IPv6 literal
+            host = None
         if not host:
             raise InvalidURLError(sitemap_url, "a sitemap URL needs a host")
         self.url = sitemap_url
@@ -151,7 +109,7 @@ class SitemapParser:
         self.error: SitemapParseError | None = None
         self._gzip = gzipped
         self._head = b""
-        self._inflater: _Inflater | None = _Inflater() if gzipped else None
+        self._inflater: Inflater | None = Inflater() if gzipped else None
         self._mode: str | None = None
         self._start = b""
         self._bom_done = False
@@ -168,26 +126,34 @@ class SitemapParser:
     # -- public ----------------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> list[Entry]:
-        """Parse the next piece of the body; returns the entries it completed."""
+        """Parse the next piece of the body; returns the entries it completed.
+
+        A gzip chunk may complete many entries (up to ``max_ratio`` times its size in XML);
+        :meth:`feed_iter` hands them over per 64 KiB of XML instead.
+        """
+        return list(self.feed_iter(chunk))
+
+    def feed_iter(self, chunk: bytes) -> Iterator[Entry]:
+        """Like :meth:`feed`, yielding entries as each 64 KiB of (inflated) input is parsed,
+        so memory holds at most that many entries whatever the chunk's size or ratio.
+        Exhaust it before the next call: the chunk is only parsed as it is iterated."""
         self._check_usable()
         try:
             self.bytes_in += len(chunk)
-            self._route(chunk)
+            yield from self._route(chunk)
         except SitemapError as exc:
             self._failed = exc
             raise
-        return self._drain()
 
     def close(self) -> list[Entry]:
         """End of body: returns the last entries; raises if it was never a sitemap."""
         self._check_usable()
         self._closed = True
         try:
-            self._finish()
+            return list(self._finish())
         except SitemapError as exc:
             self._failed = exc
             raise
-        return self._drain()
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -201,24 +167,25 @@ class SitemapParser:
         out, self._out = self._out, []
         return out
 
-    def _route(self, chunk: bytes) -> None:
+    def _route(self, chunk: bytes) -> Iterator[Entry]:
         if self._gzip is None:
             self._head += chunk
-            if len(self._head) < len(_GZIP_MAGIC):
+            if len(self._head) < len(GZIP_MAGIC):
                 return
             chunk, self._head = self._head, b""
-            self._gzip = chunk.startswith(_GZIP_MAGIC)
+            self._gzip = chunk.startswith(GZIP_MAGIC)
             if self._gzip:
-                self._inflater = _Inflater()
+                self._inflater = Inflater()
         for start in range(0, len(chunk), _PIECE):
             piece = chunk[start : start + _PIECE]
             if self._inflater is None:
                 self._consume(piece)
+                yield from self._drain()
             else:
                 self._inflater.push(piece)
-                self._inflate()
+                yield from self._inflate()
 
-    def _inflate(self) -> None:
+    def _inflate(self) -> Iterator[Entry]:
         inflater = self._inflater
         assert inflater is not None
         limits = self.limits
@@ -244,6 +211,7 @@ class SitemapParser:
                     f"{inflater.consumed} gzip bytes inflated to {self.bytes_out}: "
                     "refused as a decompression bomb",
                 )
+            yield from self._drain()
 
     def _consume(self, data: bytes) -> None:
         self.bytes_out += len(data)
@@ -280,9 +248,9 @@ class SitemapParser:
         self._start = b""
         if not start:
             return b""
-        if start.startswith(_GZIP_MAGIC):
+        if start.startswith(GZIP_MAGIC):
             raise SitemapParseError(
-                self.url, "gzip data inside an already decoded body: never inflated twice"
+                self.url, "gzip data inside a decoded or inflated body: never inflated twice"
             )
         self._mode = "xml" if start.startswith(b"<") else "text"
         return start
@@ -412,13 +380,13 @@ class SitemapParser:
 
     # -- end -------------------------------------------------------------------------------
 
-    def _finish(self) -> None:
+    def _finish(self) -> Iterator[Entry]:
         if self._gzip is None:
             self._gzip = False
             head, self._head = self._head, b""
             self._consume(head)
         if self._inflater is not None and not self._broken:
-            self._inflate()
+            yield from self._inflate()
             if not self._inflater.complete and not self._broken:
                 self._break("the gzip stream ends early")
         if self._mode is None and not self._broken:
@@ -432,6 +400,7 @@ class SitemapParser:
             self._end_line()
         if self.kind is None:
             raise SitemapParseError(self.url, "no sitemap or feed found in the document")
+        yield from self._drain()
 
     def _consume_final(self) -> None:
         data = self._sniff(b"", final=True)
