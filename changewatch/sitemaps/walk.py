@@ -19,7 +19,7 @@ from ada_url import URL, join_url
 
 from changewatch.errors import SitemapError, UnsafeURLError
 from changewatch.sitemaps.fetch import SafeClient
-from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapURL
+from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapKind, SitemapURL
 from changewatch.sitemaps.netguard import character_refusal, check_url
 from changewatch.sitemaps.parse import SitemapParser
 
@@ -54,6 +54,14 @@ def _message(url: str, error: SitemapError) -> str:
 
 def _host(url: str) -> str:
     return URL(url).hostname
+
+
+def _host_name(name: str) -> str:
+    """A host name as URLs carry it: lower case, IDNA, IPv4 dotted."""
+    try:
+        return URL(f"http://{name}/").hostname
+    except ValueError:
+        return name.lower()
 
 
 def is_site_url(url: str) -> bool:
@@ -148,7 +156,7 @@ class SitemapFetched:
 
     url: str
     final_url: str
-    kind: str
+    kind: SitemapKind
     depth: int
     urls: int
     children: int
@@ -191,7 +199,7 @@ class SitemapWalk(Iterator[SitemapURL]):
         self._client = client
         self._limits = limits
         self._progress = progress
-        self._extra_hosts = frozenset(h.lower() for h in allowed_hosts)
+        self._extra_hosts = frozenset(_host_name(name) for name in allowed_hosts)
         self._queue: deque[tuple[str, int, frozenset[str]]] = deque()
         self._seen: set[str] = set()
         for start in starts:
@@ -274,10 +282,11 @@ class SitemapWalk(Iterator[SitemapURL]):
                         yield entry
                 if piece is None:
                     break
+        assert parser.kind is not None  # close() raises when no kind was found
         done = SitemapFetched(
             url=url,
             final_url=final,
-            kind=str(parser.kind),
+            kind=parser.kind,
             depth=depth,
             urls=urls,
             children=children,

@@ -20,7 +20,8 @@ import pytest
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
 from changewatch.sitemaps.walk import SitemapFetched, WalkReport, discover, starts_for, walk
-from tests.integration._http_server import LocalSite, Reply, serve
+
+from ._http_server import LocalSite, Reply, serve
 
 # ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
 SHARED_CORPUS = Path(
