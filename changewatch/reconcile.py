@@ -389,9 +389,11 @@ def run_reconcile(
             runner_pid=runner[1],
         )
 
+    writer = None if run_id is None else _FindingWriter(store, run_id)
+
     def sink(findings: Sequence[Finding], urls: Sequence[str]) -> None:
-        if run_id is not None:
-            store.add_findings(run_id, findings)
+        if writer is not None:
+            writer.submit(list(findings))
         if recrawl is not None and urls:
             recrawl(urls)
 
@@ -405,7 +407,11 @@ def run_reconcile(
             should_stop=should_stop,
             progress=progress,
         )
+        if writer is not None:
+            writer.close()
     except BaseException:
+        if writer is not None:
+            writer.abandon()
         if run_id is not None:
             _close_failed(store, run_id, clock)
         raise
@@ -419,6 +425,38 @@ def run_reconcile(
             errors=len(result.errors),
         )
     return result
+
+
+class _FindingWriter:
+    """Inserts a run's findings on a worker thread, in order, a few batches behind at most,
+    so the inserts overlap the parsing instead of stalling it."""
+
+    _MAX_PENDING = 4
+
+    def __init__(self, store: ReconcileStore, run_id: int) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="changewatch-findings")
+        self._pending: deque[Future[None]] = deque()
+
+    def submit(self, findings: list[Finding]) -> None:
+        """Queue one batch; waits (and raises its error) if too many are pending."""
+        while len(self._pending) >= self._MAX_PENDING:
+            self._pending.popleft().result()
+        self._pending.append(self._pool.submit(self._store.add_findings, self._run_id, findings))
+
+    def close(self) -> None:
+        """Wait for every batch; raise the first error."""
+        try:
+            while self._pending:
+                self._pending.popleft().result()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def abandon(self) -> None:
+        """After an error elsewhere: drop what has not started, wait for the rest quietly."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pending.clear()
 
 
 def _close_failed(store: ReconcileStore, run_id: int, clock: Callable[[], datetime]) -> None:

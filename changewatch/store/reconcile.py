@@ -6,8 +6,8 @@ Every statement the reconciliation job (:mod:`changewatch.reconcile`) runs is he
   each page — exactly, from ``page_snapshots`` (never from a seen-set, whose Bloom false
   positives are what the job exists to catch) — with the ``last_seen`` of the version before
   the current one, from ``page_versions``, for the lastmod trust figure;
-* :meth:`ReconcileStore.host_digests` streams the URL digests of one host's stored pages in
-  digest order, for the *vanished* diff, without loading them all; :meth:`~ReconcileStore.pages`
+* :meth:`ReconcileStore.host_digests` streams the URL digests of one host's stored pages, for
+  the *vanished* diff, without loading them all; :meth:`~ReconcileStore.pages`
   then reads the URL and ``last_seen`` of the vanished ones only;
 * :meth:`ReconcileStore.start_run`, :meth:`~ReconcileStore.add_findings` and
   :meth:`~ReconcileStore.finish_run` record a run in ``reconcile_runs`` / ``reconcile_findings``;
@@ -206,9 +206,14 @@ class ReconcileStore:
         return {bytes(r[0]): StoredPage(bytes(r[0]), r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
     def host_digests(self, host: str, batch: int = DEFAULT_SCAN_BATCH) -> Iterator[list[bytes]]:
-        """The URL digests of ``host``'s stored pages, in digest order, ``batch`` at a time,
-        streamed from one query (a server-side cursor on Postgres)."""
-        stmt = sa.select(_SNAP.url_digest).where(_SNAP.host == host).order_by(_SNAP.url_digest)
+        """The URL digests of ``host``'s stored pages, ``batch`` at a time, streamed from one
+        query (a server-side cursor on Postgres).
+
+        In no particular order: the caller checks each against a hash table, so sorting a
+        million rows (or walking the primary key and the heap in digest order) would be
+        work for nothing.
+        """
+        stmt = sa.select(_SNAP.url_digest).where(_SNAP.host == host)
         with _translate(self._url), self._engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
             for part in result.scalars().partitions(batch):
