@@ -204,6 +204,7 @@ def reconcile(
             outcome = source.outcome()
             state.vanished(outcome, should_stop)
         except _Stopped:
+            settle()  # the batches already looked up are counted and recorded
             status = "interrupted"
             outcome = WalkOutcome(frozenset(), frozenset())
     state.flush()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -268,3 +268,42 @@ def test_site_lock_refuses_a_second_process(
     assert holder.exitcode == 0
     with store.site_locks([HOST]) as busy:
         assert busy == []
+
+
+def test_stop_request_interrupts_and_is_recorded(stocked: ChangeWatch, clock: Clock) -> None:
+    """should_stop answered between batches: status interrupted, no vanished diff, row closed."""
+    listed = [_entry(f"/n{i}") for i in range(3000)]
+    result = run_reconcile(
+        StaticSource(listed, frozenset({HOST})),
+        store=ReconcileStore(stocked.store),
+        clock=clock,
+        sites=[SITE],
+        should_stop=lambda: True,  # asked to stop as soon as the first batch is done
+    )
+    assert result.status == "interrupted"
+    assert result.hosts[HOST].missing == 1000  # the first batch only
+    assert not result.hosts[HOST].vanished_checked
+    with stocked.store.engine.connect() as conn:
+        run = conn.execute(sa.select(reconcile_runs)).one()
+    assert (run.status, run.missing) == ("interrupted", 1000)
+
+
+class _Broken(StaticSource):
+    def entries(self) -> Iterator[SitemapURL]:
+        yield _entry("/fresh")
+        raise RuntimeError("the source broke")
+
+
+def test_a_failing_run_is_closed_as_failed(stocked: ChangeWatch, clock: Clock) -> None:
+    """An exception inside the run propagates, and the run row is closed as failed."""
+    with pytest.raises(RuntimeError, match="the source broke"):
+        run_reconcile(
+            _Broken([], frozenset({HOST})),
+            store=ReconcileStore(stocked.store),
+            clock=clock,
+            sites=[SITE],
+        )
+    with stocked.store.engine.connect() as conn:
+        run = conn.execute(sa.select(reconcile_runs)).one()
+    assert run.status == "failed"
+    assert run.finished_at == clock.now
