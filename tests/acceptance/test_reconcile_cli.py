@@ -301,3 +301,33 @@ def test_every_loops_until_sigterm(site: _Site, seeded: str, tmp_path: Path) -> 
     assert proc.returncode == 0, err
     assert "SIGTERM: stopping" in err
     assert out.count("sitemap reconciliation") >= 2
+
+
+def test_sigint_interrupts_a_single_run(site: _Site, seeded: str, tmp_path: Path) -> None:
+    """SIGINT during a one-shot run: it stops at the next batch, exit 1, recorded interrupted."""
+    proc = subprocess.Popen(
+        [script(), "reconcile", f"{site.base}/slow-index.xml", "--allow-private"],
+        cwd=tmp_path,
+        env=clean_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert site.slow_started.wait(RUN_TIMEOUT_S)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+    finally:
+        site.release.set()
+        _out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 1, err
+    assert "SIGINT: stopping" in err
+    assert "changewatch: error: interrupted" in err
+    assert "Traceback" not in err
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'cw.db'}")
+    try:
+        with engine.connect() as conn:
+            status = conn.execute(sa.text("SELECT status FROM reconcile_runs")).scalar_one()
+    finally:
+        engine.dispose()
+    assert status == "interrupted"

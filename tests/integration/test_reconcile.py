@@ -307,3 +307,19 @@ def test_a_failing_run_is_closed_as_failed(stocked: ChangeWatch, clock: Clock) -
         run = conn.execute(sa.select(reconcile_runs)).one()
     assert run.status == "failed"
     assert run.finished_at == clock.now
+
+
+def test_other_hosts_listed_get_no_vanished(stocked: ChangeWatch, clock: Clock) -> None:
+    """Entries on a host that is not a start host are reconciled, but never vanished-checked."""
+    result = _run(
+        stocked,
+        clock,
+        [
+            _entry("/fresh"),
+            _entry("/elsewhere", host="https://other.example"),
+            _entry("/x", host="https://other.example"),
+        ],
+    )
+    other = result.hosts["other.example"]
+    assert (other.fresh, other.missing, other.vanished, other.vanished_checked) == (1, 1, 0, False)
+    assert result.hosts[HOST].vanished == 2  # /stale and /gone
