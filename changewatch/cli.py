@@ -638,3 +638,7 @@ def diff(
 
 
 main.add_command(metrics)
+# The sitemap reconciliation job lives in its own module (docs/reconcile.md).
+from changewatch.cli_reconcile import reconcile_command  # noqa: E402
+
+main.add_command(reconcile_command)

@@ -85,7 +85,7 @@ LATENCY_BUCKETS_S = (
     5.0,
 )
 #: Reconciliation finding kinds (see the reconcile job): counted even when zero.
-RECONCILE_KINDS = ("missed", "stale", "gone")
+RECONCILE_KINDS = ("missing", "stale", "vanished", "fresh")
 #: Every metric family name exposed (as text: counters get ``_total``).
 METRIC_NAMES = (
     "changewatch_discoveries_total",
@@ -187,7 +187,7 @@ class PrometheusObserver(Observer):
         (self.store_errors if kind == "store" else self.seen_errors).inc()
 
     def record_reconcile(self, totals: Mapping[str, int]) -> None:
-        """Add a reconciliation run's findings, ``{"missed": n, "stale": n, "gone": n}``."""
+        """Add a reconciliation run's findings: ``{"missing": n, "stale": n, "vanished": n}``…"""
         for kind, count in totals.items():
             if count < 0:
                 raise ValueError(f"reconcile total {kind!r} is negative: {count}")

@@ -54,6 +54,7 @@ __all__ = [
     "canon_version",
     "canonicalise",
     "digest_canonical",
+    "stored_url",
     "strip_query",
     "url_digest",
     "url_host",
@@ -570,6 +571,22 @@ def strip_query(canonical: str) -> str:
     'https://example.com/a'
     """
     return canonical.partition("?")[0].partition("#")[0]
+
+
+def stored_url(canonical: str, policy: str) -> str | None:
+    """The form of a canonical URL kept under a URL-storage policy (``full``, ``no-query``,
+    ``none``): the URL, the URL without its query, or nothing.
+
+    >>> stored_url("https://example.com/a?q=1", "no-query")
+    'https://example.com/a'
+    >>> stored_url("https://example.com/a?q=1", "none") is None
+    True
+    """
+    if policy == "full":
+        return canonical
+    if policy == "no-query":
+        return strip_query(canonical)
+    return None
 
 
 _ada_parse = _lib.ada_parse

@@ -101,7 +101,7 @@ from changewatch.urls import (
     canon_version,
     canonicalise,
     digest_canonical,
-    strip_query,
+    stored_url,
     url_host,
 )
 from changewatch.versiondiff import VersionDiff, version_diff
@@ -541,11 +541,7 @@ class ChangeWatch:
         )
 
     def _stored_url(self, canonical: str) -> str | None:
-        if self.url_policy == "full":
-            return canonical
-        if self.url_policy == "no-query":
-            return strip_query(canonical)
-        return None
+        return stored_url(canonical, self.url_policy)
 
     def _content(self, page: _Page) -> bytes:
         """The page's normalised-text SHA-256 (parsing it once, on first need)."""

@@ -40,6 +40,8 @@ __all__ = [
     "page_snapshots",
     "page_texts",
     "page_versions",
+    "reconcile_findings",
+    "reconcile_runs",
     "simhash_band",
     "simhash_band_expr",
     "simhash_band_index_names",
@@ -389,3 +391,86 @@ page_texts = Table(
     Column("first_stored", UTCDateTime, nullable=False),
     comment="Normalised page texts, kept once per content hash when store_text is on.",
 )
+
+# -- sitemap reconciliation (migration 0003) ---------------------------------------------------
+
+#: The kinds of ``reconcile_findings`` rows (docs/reconcile.md defines each).
+FINDING_KINDS = ("missing", "stale", "vanished")
+#: The states of a ``reconcile_runs`` row.
+RUN_STATUSES = ("running", "complete", "failed", "interrupted", "skipped")
+
+reconcile_runs = Table(
+    "reconcile_runs",
+    metadata,
+    Column("id", _BigSerial, primary_key=True, autoincrement=True),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime, nullable=True, comment="NULL while the run is going on"),
+    Column(
+        "status",
+        String(12),
+        nullable=False,
+        comment="running, complete, failed, interrupted or skipped (another run held the lock)",
+    ),
+    Column("sites", Text, nullable=False, comment="the site or sitemap URLs given, one per line"),
+    Column("arguments", Text, nullable=True, comment="the limits and options of the run, as JSON"),
+    Column("missing", BigInteger, nullable=False, server_default=text("0")),
+    Column("stale", BigInteger, nullable=False, server_default=text("0")),
+    Column("vanished", BigInteger, nullable=False, server_default=text("0")),
+    Column("fresh", BigInteger, nullable=False, server_default=text("0")),
+    Column(
+        "errors",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="sitemaps that could not be read (details in the command output)",
+    ),
+    Column("runner_host", String(255), nullable=True, comment="hostname of the machine that ran"),
+    Column("runner_pid", Integer, nullable=True, comment="process id of the run"),
+    CheckConstraint(
+        "status IN ('running', 'complete', 'failed', 'interrupted', 'skipped')",
+        name="status_known",
+    ),
+    comment="One row per `changewatch reconcile` run: what was asked, when, and the totals.",
+)
+Index("ix_reconcile_runs_started_at", reconcile_runs.c.started_at)
+
+reconcile_findings = Table(
+    "reconcile_findings",
+    metadata,
+    Column("id", _BigSerial, primary_key=True, autoincrement=True),
+    Column(
+        "run_id",
+        _BigSerial,
+        ForeignKey("reconcile_runs.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("host", String(300), nullable=False, comment="host[:port] of the canonical URL"),
+    Column(
+        "url",
+        Text,
+        nullable=True,
+        comment="canonical URL as the URL-storage policy allows (NULL under 'none')",
+    ),
+    Column(
+        "url_digest", LargeBinary(16), nullable=False, comment="blake2b-128 of the canonical URL"
+    ),
+    Column("kind", String(8), nullable=False, comment="missing, stale or vanished"),
+    Column("sitemap_lastmod", UTCDateTime, nullable=True, comment="the entry's lastmod, if any"),
+    Column(
+        "stored_last_seen",
+        UTCDateTime,
+        nullable=True,
+        comment="page_snapshots.last_seen when the run looked (NULL for missing)",
+    ),
+    Column(
+        "sitemap",
+        Text,
+        nullable=True,
+        comment="the sitemap that listed the URL (NULL for vanished)",
+    ),
+    CheckConstraint("kind IN ('missing', 'stale', 'vanished')", name="kind_known"),
+    comment="What one reconcile run found: pages missing from the store, stale, or vanished.",
+)
+Index("ix_reconcile_findings_run_id", reconcile_findings.c.run_id, reconcile_findings.c.kind)
+Index("ix_reconcile_findings_host", reconcile_findings.c.host, reconcile_findings.c.run_id)
+Index("ix_reconcile_findings_url_digest", reconcile_findings.c.url_digest)

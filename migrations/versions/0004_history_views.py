@@ -24,7 +24,7 @@ from changewatch.store.tables import COMMENTS, OLD_VERSION_COUNT_COMMENT
 from changewatch.store.views import comment_statements, create_statements, drop_statements
 
 revision: str = "0004"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -61,7 +61,7 @@ def test_metrics_endpoint_exposes_every_metric_after_a_demo_run(tmp_path: Path) 
     registry = CollectorRegistry()
     observer = PrometheusObserver(registry)
     report = run_demo(tmp_path / "demo", observer=observer)
-    record_reconcile({"missed": 2, "stale": 1, "gone": 0}, observer)
+    record_reconcile({"missing": 2, "stale": 1, "vanished": 0}, observer)
 
     decided = [p for crawl in report.crawls for p in crawl.pages if p.kind != "gone"]
     urls = [p.url for p in decided]
@@ -100,7 +100,7 @@ def test_metrics_endpoint_exposes_every_metric_after_a_demo_run(tmp_path: Path) 
     hits = _value(samples, "changewatch_seen_hits_total")
     assert discoveries > hits > 0
     assert _value(samples, DEDUP_RATIO) == pytest.approx(hits / discoveries)
-    assert _value(samples, "changewatch_reconcile_findings_total", kind="missed") == 2
+    assert _value(samples, "changewatch_reconcile_findings_total", kind="missing") == 2
     assert _value(samples, "changewatch_store_errors_total") == 0
     assert _value(samples, "changewatch_seen_errors_total") == 0
     assert _value(samples, "changewatch_store_fetches") == len(decided)

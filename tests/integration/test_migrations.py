@@ -25,7 +25,13 @@ from changewatch.store.migrate import (
 from changewatch.store.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"page_snapshots", "page_texts", "page_versions"}
+TABLES = {
+    "page_snapshots",
+    "page_texts",
+    "page_versions",
+    "reconcile_findings",
+    "reconcile_runs",
+}
 
 
 def _tables(engine: sa.Engine) -> set[str]:

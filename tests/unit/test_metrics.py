@@ -43,11 +43,11 @@ def test_observer_counts_decisions_marks_and_errors() -> None:
 def test_record_reconcile_adds_findings_and_refuses_negative_totals() -> None:
     """Findings add up by kind; a negative total is a ValueError naming it."""
     observer = PrometheusObserver()
-    record_reconcile({"missed": 2, "stale": 1}, observer)
-    record_reconcile({"missed": 1, "gone": 4}, observer)
+    record_reconcile({"missing": 2, "stale": 1}, observer)
+    record_reconcile({"missing": 1, "vanished": 4}, observer)
     reg = observer.registry
-    assert _value(reg, "changewatch_reconcile_findings_total", kind="missed") == 3
-    assert _value(reg, "changewatch_reconcile_findings_total", kind="gone") == 4
+    assert _value(reg, "changewatch_reconcile_findings_total", kind="missing") == 3
+    assert _value(reg, "changewatch_reconcile_findings_total", kind="vanished") == 4
     with pytest.raises(ValueError, match="'stale'"):
         record_reconcile({"stale": -1}, observer)
 

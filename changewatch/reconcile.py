@@ -1,0 +1,468 @@
+"""Sitemap reconciliation: what the crawl missed, what is stale, what vanished.
+
+The job compares what a site's sitemaps list with what the snapshot store holds, per host:
+
+* **missing** — listed, never stored (looked up exactly in ``page_snapshots``, never in a
+  seen-set, so a URL a Bloom filter wrongly reported as seen is caught here);
+* **stale** — stored, but the entry's ``lastmod`` is newer than the page's ``last_seen``;
+* **fresh** — stored and not stale (including entries without a ``lastmod``);
+* **vanished** — stored pages of the host that no sitemap of the host listed. Only computed
+  for a host whose every walk completed without error: a sitemap that failed to load would
+  otherwise make all its pages look vanished.
+
+The **lastmod trust** figure of a host (:func:`lastmod_verdict`, docs/reconcile.md) says how
+far its ``lastmod`` values match the changes the store actually observed.
+
+The pure part (:func:`classify`, :func:`lastmod_verdict`) takes values and returns values.
+:func:`reconcile` streams the entries through canonicalisation, batched exact lookups and
+the per-host digest tables (:class:`~changewatch.digest_table.DigestTable`), so its memory
+stays flat whatever the number of URLs; findings go to a ``sink`` as they are found.
+:func:`run_reconcile` wraps it with the run record in ``reconcile_runs`` /
+``reconcile_findings``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from typing import Literal
+
+from changewatch.digest_table import DigestTable
+from changewatch.errors import InvalidURLError
+from changewatch.reconcile_model import (
+    HostResult,
+    LastmodTrust,
+    ReconcileResult,
+    SitemapProblem,
+    SitemapSource,
+    StaticSource,
+    Verdict,
+    WalkOutcome,
+)
+from changewatch.sitemaps.model import SitemapURL
+from changewatch.store.reconcile import (
+    DEFAULT_LOOKUP_BATCH,
+    Finding,
+    ReconcileStore,
+    StoredPage,
+)
+from changewatch.urls import CanonPolicy, canonicalise, digest_canonical, stored_url, url_host
+
+__all__ = [
+    "HostResult",
+    "LastmodTrust",
+    "ListedKind",
+    "ReconcileResult",
+    "SitemapProblem",
+    "SitemapSource",
+    "StaticSource",
+    "Verdict",
+    "WalkOutcome",
+    "classify",
+    "lastmod_verdict",
+    "reconcile",
+    "run_reconcile",
+    "site_host",
+]
+
+ListedKind = Literal["missing", "stale", "fresh"]
+#: Lookups a run keeps going at once (each on its own connection).
+LOOKUPS_IN_FLIGHT = 2
+#: Findings flushed to the sink (and the database) at a time.
+DEFAULT_FINDINGS_BATCH = 1_000
+
+
+# -- the pure plan ----------------------------------------------------------------------------
+
+
+def classify(lastmod: datetime | None, page: StoredPage | None) -> ListedKind:
+    """What a listed entry is: ``missing`` (never stored), ``stale`` (its ``lastmod`` is
+    newer than the stored ``last_seen``) or ``fresh``.
+
+    >>> from datetime import datetime, UTC
+    >>> t = datetime(2026, 1, 2, tzinfo=UTC)
+    >>> page = StoredPage(b"d" * 16, "example.com", t, t, 1, None)
+    >>> classify(None, None), classify(None, page), classify(t, page)
+    ('missing', 'fresh', 'fresh')
+    >>> classify(datetime(2026, 1, 3, tzinfo=UTC), page)
+    'stale'
+    """
+    if page is None:
+        return "missing"
+    if lastmod is not None and lastmod > page.last_seen:
+        return "stale"
+    return "fresh"
+
+
+def lastmod_verdict(lastmod: datetime | None, page: StoredPage | None) -> Verdict | None:
+    """Whether an entry's ``lastmod`` matches the store's observed history of the page.
+
+    ``None`` when the history cannot tell: no ``lastmod``, not stored, ``lastmod`` after the
+    last fetch (the change, if any, is not observed yet), or a page with one version whose
+    ``lastmod`` precedes its first fetch (no change was observed to compare with).
+
+    * ``ahead`` — ``last_changed < lastmod <= last_seen``: the store saw the same content
+      before and after ``lastmod``; ``lastmod`` moved while the content did not.
+    * ``behind`` — ``lastmod < previous_last_seen``: the store still saw the old version
+      after ``lastmod``, then a new one; the content changed and ``lastmod`` did not move.
+    * ``agrees`` — ``previous_last_seen <= lastmod <= last_changed``: ``lastmod`` falls in the
+      window in which the store saw the content change.
+
+    >>> from datetime import datetime, UTC
+    >>> def day(d): return datetime(2026, 1, d, tzinfo=UTC)
+    >>> changed = StoredPage(b"d" * 16, "h", last_seen=day(9), last_changed=day(5),
+    ...                      version_count=2, previous_last_seen=day(3))
+    >>> [lastmod_verdict(day(d), changed) for d in (2, 4, 7, 10)]
+    ['behind', 'agrees', 'ahead', None]
+    """
+    if lastmod is None or page is None or lastmod > page.last_seen:
+        return None
+    if lastmod > page.last_changed:
+        return "ahead"
+    if page.previous_last_seen is None:
+        return None
+    return "behind" if lastmod < page.previous_last_seen else "agrees"
+
+
+def site_host(url: str, policy: CanonPolicy | None = None) -> str:
+    """The host (with a non-default port) a site or sitemap URL belongs to.
+
+    >>> site_host("https://Example.com:443/sitemap.xml")
+    'example.com'
+    """
+    return url_host(canonicalise(url, policy))
+
+
+# -- streaming over a source --------------------------------------------------------------------
+
+Sink = Callable[[Sequence[Finding], Sequence[str]], None]
+
+
+class _Stopped(Exception):  # noqa: N818 - internal control flow
+    """The caller asked the run to stop."""
+
+
+def reconcile(
+    source: SitemapSource,
+    *,
+    store: ReconcileStore,
+    sink: Sink,
+    url_policy: str = "full",
+    canon_policy: CanonPolicy | None = None,
+    batch: int = DEFAULT_LOOKUP_BATCH,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReconcileResult:
+    """Reconcile every entry of ``source`` with the store; findings go to ``sink``.
+
+    ``sink(findings, recrawl_urls)`` receives batches of :class:`Finding` rows (URLs kept as
+    ``url_policy`` allows) and the canonical URLs of the missing and stale ones (for a
+    recrawl queue). ``should_stop`` is polled between batches; when it answers true the result
+    comes back with status ``interrupted``. ``progress`` is called with the number of entries
+    handled so far.
+    """
+    state = _State(store, sink, url_policy, canon_policy)
+    status = "complete"
+    done = 0
+    pending: list[SitemapURL] = []
+    # Lookups run on worker threads, up to LOOKUPS_IN_FLIGHT at a time, while the next
+    # batches are parsed and canonicalised: database round trips overlap the CPU work and
+    # each other (the driver releases the GIL while it waits). Counting is commutative, so
+    # batches are recorded in submission order.
+    with ThreadPoolExecutor(LOOKUPS_IN_FLIGHT, thread_name_prefix="changewatch-lookup") as pool:
+        inflight: deque[tuple[list[_Todo], Future[dict[bytes, StoredPage]]]] = deque()
+
+        def settle(keep: int = 0) -> None:
+            while len(inflight) > keep:
+                todo, future = inflight.popleft()
+                state.record(todo, future.result())
+
+        def dispatch(entries: list[SitemapURL]) -> None:
+            nonlocal done
+            todo = state.prepare(entries)
+            settle(keep=LOOKUPS_IN_FLIGHT - 1)
+            if todo:
+                inflight.append((todo, pool.submit(store.lookup, [t[2] for t in todo])))
+            done += len(entries)
+
+        try:
+            for entry in source.entries():
+                pending.append(entry)
+                if len(pending) >= batch:
+                    dispatch(pending)
+                    pending = []
+                    if progress is not None:
+                        progress(done)
+                    if should_stop is not None and should_stop():
+                        raise _Stopped
+            dispatch(pending)
+            settle()
+            if progress is not None:
+                progress(done)
+            outcome = source.outcome()
+            state.vanished(outcome, should_stop)
+        except _Stopped:
+            settle()  # the batches already looked up are counted and recorded
+            status = "interrupted"
+            outcome = WalkOutcome(frozenset(), frozenset())
+    state.flush()
+    hosts = state.hosts
+    for host in outcome.start_hosts:
+        hosts.setdefault(host, HostResult(host))
+    for host, n in outcome.sitemaps.items():
+        hosts.setdefault(host, HostResult(host)).sitemaps = n
+    for problem in outcome.errors:
+        owner = _problem_host(problem.sitemap, outcome.start_hosts)
+        if owner is not None:
+            hosts.setdefault(owner, HostResult(owner)).errors.append(problem)
+    if status == "complete" and any(
+        hosts[h].sitemaps == 0 and hosts[h].errors for h in outcome.start_hosts
+    ):
+        status = "failed"
+    ordered = {host: hosts[host] for host in sorted(hosts)}
+    return ReconcileResult(ordered, list(outcome.errors), status, url_policy=url_policy)
+
+
+def _problem_host(sitemap: str, hosts: frozenset[str]) -> str | None:
+    try:
+        host = site_host(sitemap)
+    except InvalidURLError:
+        return None
+    return host if host in hosts else (next(iter(hosts)) if len(hosts) == 1 else None)
+
+
+#: One entry left to look up: host, canonical URL, digest, the entry.
+_Todo = tuple[str, str, bytes, SitemapURL]
+
+
+class _State:
+    """The running state of :func:`reconcile`: per-host tables and counts, pending findings."""
+
+    def __init__(
+        self, store: ReconcileStore, sink: Sink, url_policy: str, canon: CanonPolicy | None
+    ) -> None:
+        self.store = store
+        self.sink = sink
+        self.url_policy = url_policy
+        self.canon = canon
+        self.hosts: dict[str, HostResult] = {}
+        self.tables: dict[str, DigestTable] = {}
+        self.findings: list[Finding] = []
+        self.recrawl: list[str] = []
+        self._sitemap_hosts: dict[str, str] = {}
+
+    def host(self, name: str) -> HostResult:
+        result = self.hosts.get(name)
+        if result is None:
+            result = self.hosts[name] = HostResult(name)
+        return result
+
+    def prepare(self, entries: Sequence[SitemapURL]) -> list[_Todo]:
+        """Canonicalise one batch and drop repeats: what is left to look up."""
+        canon = self.canon
+        by_host: dict[str, list[tuple[str, bytes, SitemapURL]]] = {}
+        for entry in entries:
+            try:
+                canonical = canonicalise(entry.loc, canon)
+            except InvalidURLError:
+                self.host(self._host_of_sitemap(entry.sitemap)).invalid += 1
+                continue
+            by_host.setdefault(url_host(canonical), []).append(
+                (canonical, digest_canonical(canonical), entry)
+            )
+        todo: list[_Todo] = []
+        for host, items in by_host.items():
+            result = self.host(host)
+            result.listed += len(items)
+            table = self.tables.get(host)
+            if table is None:
+                table = self.tables[host] = DigestTable()
+            first = table.add_many(b"".join(digest for _, digest, _ in items))
+            for (canonical, digest, entry), new in zip(items, first.tolist(), strict=True):
+                if new:
+                    todo.append((host, canonical, digest, entry))
+                else:
+                    result.duplicates += 1
+        return todo
+
+    def record(self, todo: Sequence[_Todo], stored: dict[bytes, StoredPage]) -> None:
+        """Count and record one looked-up batch."""
+        for host, canonical, digest, entry in todo:
+            page = stored.get(digest)
+            result = self.hosts[host]
+            kind = classify(entry.lastmod, page)
+            result.trust.add(lastmod_verdict(entry.lastmod, page))
+            if kind == "fresh":
+                result.fresh += 1
+                continue
+            if kind == "missing":
+                result.missing += 1
+            else:
+                result.stale += 1
+            self.findings.append(
+                Finding(
+                    kind=kind,
+                    host=host,
+                    url=stored_url(canonical, self.url_policy),
+                    url_digest=digest,
+                    sitemap_lastmod=entry.lastmod,
+                    stored_last_seen=None if page is None else page.last_seen,
+                    sitemap=entry.sitemap,
+                )
+            )
+            self.recrawl.append(canonical)
+        if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
+            self.flush()
+
+    def vanished(self, outcome: WalkOutcome, should_stop: Callable[[], bool] | None) -> None:
+        """Stream each complete host's stored pages; those no sitemap listed have vanished."""
+        for host in sorted(outcome.complete_hosts):
+            result = self.host(host)
+            result.vanished_checked = True
+            table = self.tables.get(host) or DigestTable()
+            for digests in self.store.host_digests(host):
+                listed = table.contains_many(b"".join(digests))
+                gone = [d for d, seen in zip(digests, listed.tolist(), strict=True) if not seen]
+                for start in range(0, len(gone), DEFAULT_LOOKUP_BATCH):
+                    for digest, url, last_seen in self.store.pages(
+                        gone[start : start + DEFAULT_LOOKUP_BATCH]
+                    ):
+                        result.vanished += 1
+                        self.findings.append(
+                            Finding("vanished", host, url, digest, stored_last_seen=last_seen)
+                        )
+                    if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
+                        self.flush()
+                if should_stop is not None and should_stop():
+                    raise _Stopped
+
+    def flush(self) -> None:
+        if self.findings or self.recrawl:
+            self.sink(self.findings, self.recrawl)
+        self.findings = []
+        self.recrawl = []
+
+    def _host_of_sitemap(self, sitemap: str) -> str:
+        host = self._sitemap_hosts.get(sitemap)
+        if host is None:
+            try:
+                host = site_host(sitemap, self.canon)
+            except InvalidURLError:
+                host = "(invalid)"
+            self._sitemap_hosts[sitemap] = host
+        return host
+
+
+# -- a recorded run ----------------------------------------------------------------------------
+
+
+def run_reconcile(
+    source: SitemapSource,
+    *,
+    store: ReconcileStore,
+    clock: Callable[[], datetime],
+    sites: Sequence[str],
+    url_policy: str = "full",
+    canon_policy: CanonPolicy | None = None,
+    record: bool = True,
+    arguments: str | None = None,
+    runner: tuple[str | None, int | None] = (None, None),
+    recrawl: Callable[[Sequence[str]], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ReconcileResult:
+    """:func:`reconcile`, recorded in ``reconcile_runs`` / ``reconcile_findings`` (``record``).
+
+    The run row is inserted first with status ``running`` and closed at the end with the
+    totals and its final status; findings are inserted in batches as they are found. If the
+    run raises, the row is closed as ``failed`` before the error propagates. ``recrawl``
+    receives the canonical URLs of the missing and stale entries, batch by batch.
+    """
+    run_id = None
+    if record:
+        run_id = store.start_run(
+            now=clock(),
+            sites=sites,
+            arguments=arguments,
+            runner_host=runner[0],
+            runner_pid=runner[1],
+        )
+
+    writer = None if run_id is None else _FindingWriter(store, run_id)
+
+    def sink(findings: Sequence[Finding], urls: Sequence[str]) -> None:
+        if writer is not None:
+            writer.submit(list(findings))
+        if recrawl is not None and urls:
+            recrawl(urls)
+
+    try:
+        result = reconcile(
+            source,
+            store=store,
+            sink=sink,
+            url_policy=url_policy,
+            canon_policy=canon_policy,
+            should_stop=should_stop,
+            progress=progress,
+        )
+        if writer is not None:
+            writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        if run_id is not None:
+            _close_failed(store, run_id, clock)
+        raise
+    result.run_id = run_id
+    if run_id is not None:
+        store.finish_run(
+            run_id,
+            now=clock(),
+            status=result.status,
+            totals=result.totals(),
+            errors=len(result.errors),
+        )
+    return result
+
+
+class _FindingWriter:
+    """Inserts a run's findings on a worker thread, in order, a few batches behind at most,
+    so the inserts overlap the parsing instead of stalling it."""
+
+    _MAX_PENDING = 4
+
+    def __init__(self, store: ReconcileStore, run_id: int) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="changewatch-findings")
+        self._pending: deque[Future[None]] = deque()
+
+    def submit(self, findings: list[Finding]) -> None:
+        """Queue one batch; waits (and raises its error) if too many are pending."""
+        while len(self._pending) >= self._MAX_PENDING:
+            self._pending.popleft().result()
+        self._pending.append(self._pool.submit(self._store.add_findings, self._run_id, findings))
+
+    def close(self) -> None:
+        """Wait for every batch; raise the first error."""
+        try:
+            while self._pending:
+                self._pending.popleft().result()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def abandon(self) -> None:
+        """After an error elsewhere: drop what has not started, wait for the rest quietly."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pending.clear()
+
+
+def _close_failed(store: ReconcileStore, run_id: int, clock: Callable[[], datetime]) -> None:
+    """Best effort: the store itself may be what failed."""
+    try:
+        store.finish_run(run_id, now=clock(), status="failed", totals={}, errors=0)
+    except Exception:
+        return

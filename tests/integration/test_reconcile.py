@@ -1,0 +1,325 @@
+"""Sitemap reconciliation against real stores (SQLite and Postgres): findings, runs, locks."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import sqlalchemy as sa
+
+from changewatch import ChangeWatch
+from changewatch.reconcile import (
+    ReconcileResult,
+    StaticSource,
+    reconcile,
+    run_reconcile,
+)
+from changewatch.sitemaps.model import SitemapURL
+from changewatch.store.reconcile import Finding, ReconcileStore
+from changewatch.store.tables import reconcile_findings, reconcile_runs
+from changewatch.urls import url_digest
+
+if TYPE_CHECKING:
+    from conftest import Clock
+
+SITE = "https://shop.example"
+SITEMAP = f"{SITE}/sitemap.xml"
+HOST = "shop.example"
+
+
+def _entry(path: str, lastmod: datetime | None = None, host: str = SITE) -> SitemapURL:
+    return SitemapURL(f"{host}{path}", lastmod, SITEMAP)
+
+
+def _page(n: int) -> str:
+    return f"<html><body><h1>page {n}</h1><p>{'words ' * 40} {n}</p></body></html>"
+
+
+def _run(
+    watch: ChangeWatch,
+    clock: Clock,
+    listed: Sequence[SitemapURL],
+    *,
+    complete: bool = True,
+    record: bool = True,
+    recrawl: list[str] | None = None,
+) -> ReconcileResult:
+    hosts = frozenset({HOST})
+    source = StaticSource(listed, hosts, hosts if complete else frozenset())
+    return run_reconcile(
+        source,
+        store=ReconcileStore(watch.store),
+        clock=clock,
+        sites=[SITE],
+        url_policy=watch.url_policy,
+        record=record,
+        recrawl=None if recrawl is None else recrawl.extend,
+    )
+
+
+def _findings(watch: ChangeWatch, run_id: int) -> dict[str, set[str | None]]:
+    f = reconcile_findings.c
+    with watch.store.engine.connect() as conn:
+        rows = conn.execute(sa.select(f.kind, f.url).where(f.run_id == run_id)).all()
+    found: dict[str, set[str | None]] = {}
+    for kind, url in rows:
+        found.setdefault(kind, set()).add(url)
+    return found
+
+
+@pytest.fixture
+def stocked(make_watch: Callable[..., ChangeWatch], clock: Clock) -> ChangeWatch:
+    """A store holding /fresh, /stale, /gone on the site and /elsewhere on another host."""
+    watch = make_watch()
+    for n, path in enumerate(("/fresh", "/stale", "/gone")):
+        assert watch.should_parse(f"{SITE}{path}", _page(n)).kind == "new"
+    watch.should_parse("https://other.example/elsewhere", _page(9))
+    clock.advance(3600)
+    return watch
+
+
+def test_missing_stale_vanished_fresh_exact(stocked: ChangeWatch, clock: Clock) -> None:
+    """Each listed or stored page lands in exactly one kind; the run and findings are recorded."""
+    stored_at = clock.now - timedelta(seconds=3600)
+    recrawl: list[str] = []
+    result = _run(
+        stocked,
+        clock,
+        [
+            _entry("/fresh", stored_at - timedelta(days=1)),
+            _entry("/stale", stored_at + timedelta(minutes=5)),
+            _entry("/new-page"),
+            _entry("/fresh?utm_source=x"),  # the same canonical page, listed again
+            SitemapURL("javascript:alert(1)", None, SITEMAP),
+        ],
+        recrawl=recrawl,
+    )
+    host = result.hosts[HOST]
+    assert result.totals() == {"missing": 1, "stale": 1, "vanished": 1, "fresh": 1}
+    assert (host.listed, host.duplicates, host.invalid) == (4, 1, 1)
+    assert host.vanished_checked
+    assert "other.example" not in result.hosts  # not a start host, nothing listed there
+    assert sorted(recrawl) == [f"{SITE}/new-page", f"{SITE}/stale"]
+    assert result.run_id is not None
+    assert _findings(stocked, result.run_id) == {
+        "missing": {f"{SITE}/new-page"},
+        "stale": {f"{SITE}/stale"},
+        "vanished": {f"{SITE}/gone"},
+    }
+    with stocked.store.engine.connect() as conn:
+        run = conn.execute(sa.select(reconcile_runs)).one()
+    assert (run.status, run.missing, run.stale, run.vanished, run.fresh, run.errors) == (
+        "complete",
+        1,
+        1,
+        1,
+        1,
+        0,
+    )
+    assert run.finished_at == clock.now
+    assert run.runner_pid is None
+    assert run.sites == SITE
+
+
+def test_seen_but_never_stored_is_missing(stocked: ChangeWatch, clock: Clock) -> None:
+    """A URL the seen-set says was seen (a Bloom false positive, say) but the store lacks is
+    reported missing: the lookup is exact, in the store."""
+    url = f"{SITE}/marked-only"
+    assert stocked.mark_seen(url)
+    assert not stocked.mark_seen(url)  # the seen-set now claims it
+    result = _run(stocked, clock, [_entry("/marked-only"), _entry("/fresh"), _entry("/stale")])
+    assert result.hosts[HOST].missing == 1
+    assert result.run_id is not None
+    assert _findings(stocked, result.run_id)["missing"] == {url}
+
+
+def test_incomplete_walk_reports_no_vanished(stocked: ChangeWatch, clock: Clock) -> None:
+    """A host whose walk was incomplete gets no vanished count and no vanished finding."""
+    result = _run(stocked, clock, [_entry("/fresh")], complete=False)
+    host = result.hosts[HOST]
+    assert (host.vanished, host.vanished_checked, host.fresh) == (0, False, 1)
+    assert result.run_id is not None
+    assert "vanished" not in _findings(stocked, result.run_id)
+
+
+def test_empty_sitemap_of_a_complete_host_vanishes_every_page(
+    stocked: ChangeWatch, clock: Clock
+) -> None:
+    """A complete walk that listed nothing reports every stored page of the host vanished."""
+    result = _run(stocked, clock, [])
+    assert result.totals() == {"missing": 0, "stale": 0, "vanished": 3, "fresh": 0}
+
+
+@pytest.mark.parametrize(("policy", "shown"), [("no-query", f"{SITE}/item"), ("none", None)])
+def test_url_policy_applies_to_findings(
+    make_watch: Callable[..., ChangeWatch], clock: Clock, policy: str, shown: str | None
+) -> None:
+    """Findings keep URLs as the storage policy allows; the recrawl list keeps the full URL."""
+    watch = make_watch(url_policy=policy)
+    watch.should_parse(f"{SITE}/old?id=1", _page(1))
+    recrawl: list[str] = []
+    result = _run(watch, clock, [_entry("/item?id=7")], recrawl=recrawl)
+    assert recrawl == [f"{SITE}/item?id=7"]
+    assert result.run_id is not None
+    found = _findings(watch, result.run_id)
+    assert found["missing"] == {shown}
+    assert found["vanished"] == {None if policy == "none" else f"{SITE}/old"}
+    f = reconcile_findings.c
+    with watch.store.engine.connect() as conn:
+        digest = conn.execute(sa.select(f.url_digest).where(f.kind == "vanished")).scalar_one()
+    assert bytes(digest) == url_digest(f"{SITE}/old?id=1")
+
+
+def test_lastmod_trust_from_history(make_watch: Callable[..., ChangeWatch], clock: Clock) -> None:
+    """agrees / ahead / behind follow the stored versions; stale and first-only don't count."""
+    watch = make_watch()
+    paths = ("/agrees", "/behind", "/ahead", "/stale", "/first-only")
+    for n, path in enumerate(paths):
+        watch.should_parse(f"{SITE}{path}", _page(n))
+    t1 = clock.now
+    clock.advance(100)  # t2: refetched, unchanged
+    for n, path in enumerate(paths):
+        watch.should_parse(f"{SITE}{path}", _page(n))
+    t2 = clock.now
+    clock.advance(100)  # t3: changed
+    for n, path in enumerate(paths[:4]):
+        assert watch.should_parse(f"{SITE}{path}", _page(n + 50)).kind in ("changed", "minor")
+    t3 = clock.now
+    clock.advance(100)  # t4: refetched, unchanged
+    for n, path in enumerate(paths[:4]):
+        watch.should_parse(f"{SITE}{path}", _page(n + 50))
+    t4 = clock.now
+    second = timedelta(seconds=1)
+    result = _run(
+        watch,
+        clock,
+        [
+            _entry("/agrees", t2 + 50 * second),
+            _entry("/behind", t2 - 50 * second),
+            _entry("/ahead", t3 + 50 * second),
+            _entry("/stale", t4 + second),
+            _entry("/first-only", t1 - second),
+        ],
+    )
+    trust = result.hosts[HOST].trust
+    assert (trust.agrees, trust.ahead, trust.behind, trust.comparable) == (1, 1, 1, 3)
+    assert trust.trust == pytest.approx(1 / 3)
+    assert result.hosts[HOST].stale == 1
+
+
+def test_batches_and_sink(stocked: ChangeWatch, clock: Clock) -> None:
+    """Small batches give the same answer; the sink sees every finding exactly once."""
+    listed = [_entry(f"/n{i}") for i in range(25)] + [_entry("/fresh"), _entry("/stale")]
+    seen: list[Finding] = []
+    result = reconcile(
+        StaticSource(listed, frozenset({HOST})),
+        store=ReconcileStore(stocked.store),
+        sink=lambda findings, _urls: seen.extend(findings),
+        batch=7,
+    )
+    assert result.totals() == {"missing": 25, "stale": 0, "vanished": 1, "fresh": 2}
+    assert sorted(f.url or "" for f in seen if f.kind == "missing") == sorted(
+        f"{SITE}/n{i}" for i in range(25)
+    )
+    assert len(seen) == 26
+
+
+def test_no_record_writes_no_run(stocked: ChangeWatch, clock: Clock) -> None:
+    """--no-record: the result is computed, nothing is written to the run tables."""
+    result = _run(stocked, clock, [_entry("/fresh")], record=False)
+    assert result.run_id is None
+    with stocked.store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(reconcile_runs)).scalar() == 0
+
+
+def _hold_lock(url: str, ready: Any, release: Any) -> None:
+    watch = ChangeWatch(database_url=url, seen_url="memory:")
+    try:
+        with ReconcileStore(watch.store).site_locks([HOST]) as busy:
+            assert busy == []
+            ready.set()
+            release.wait(30)
+    finally:
+        watch.close()
+
+
+def test_site_lock_refuses_a_second_process(
+    database_url: str, make_watch: Callable[..., ChangeWatch]
+) -> None:
+    """While one process holds a site's lock another is refused; after it ends, it is free."""
+    watch = make_watch()
+    store = ReconcileStore(watch.store)
+    context = multiprocessing.get_context("spawn")
+    ready, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold_lock, args=(database_url, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        with store.site_locks([HOST, "other.example"]) as busy:
+            assert busy == [HOST]
+        with store.site_locks(["other.example"]) as busy:
+            assert busy == []
+    finally:
+        release.set()
+        holder.join(30)
+    assert holder.exitcode == 0
+    with store.site_locks([HOST]) as busy:
+        assert busy == []
+
+
+def test_stop_request_interrupts_and_is_recorded(stocked: ChangeWatch, clock: Clock) -> None:
+    """should_stop answered between batches: status interrupted, no vanished diff, row closed."""
+    listed = [_entry(f"/n{i}") for i in range(3000)]
+    result = run_reconcile(
+        StaticSource(listed, frozenset({HOST})),
+        store=ReconcileStore(stocked.store),
+        clock=clock,
+        sites=[SITE],
+        should_stop=lambda: True,  # asked to stop as soon as the first batch is done
+    )
+    assert result.status == "interrupted"
+    assert result.hosts[HOST].missing == 1000  # the first batch only
+    assert not result.hosts[HOST].vanished_checked
+    with stocked.store.engine.connect() as conn:
+        run = conn.execute(sa.select(reconcile_runs)).one()
+    assert (run.status, run.missing) == ("interrupted", 1000)
+
+
+class _Broken(StaticSource):
+    def entries(self) -> Iterator[SitemapURL]:
+        yield _entry("/fresh")
+        raise RuntimeError("the source broke")
+
+
+def test_a_failing_run_is_closed_as_failed(stocked: ChangeWatch, clock: Clock) -> None:
+    """An exception inside the run propagates, and the run row is closed as failed."""
+    with pytest.raises(RuntimeError, match="the source broke"):
+        run_reconcile(
+            _Broken([], frozenset({HOST})),
+            store=ReconcileStore(stocked.store),
+            clock=clock,
+            sites=[SITE],
+        )
+    with stocked.store.engine.connect() as conn:
+        run = conn.execute(sa.select(reconcile_runs)).one()
+    assert run.status == "failed"
+    assert run.finished_at == clock.now
+
+
+def test_other_hosts_listed_get_no_vanished(stocked: ChangeWatch, clock: Clock) -> None:
+    """Entries on a host that is not a start host are reconciled, but never vanished-checked."""
+    result = _run(
+        stocked,
+        clock,
+        [
+            _entry("/fresh"),
+            _entry("/elsewhere", host="https://other.example"),
+            _entry("/x", host="https://other.example"),
+        ],
+    )
+    other = result.hosts["other.example"]
+    assert (other.fresh, other.missing, other.vanished, other.vanished_checked) == (1, 1, 0, False)
+    assert result.hosts[HOST].vanished == 2  # /stale and /gone
