@@ -9,7 +9,7 @@ The views are not in SQLAlchemy's metadata, so the drift check does not compare 
 later migration that changes a view drops and recreates it with its own SQL.
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-11-30
 """
 

@@ -12,7 +12,7 @@ and the estimate is taken as of the row's ``last_seen``. Columns are added with
 ``changewatch diff``; it is written only when ``store_text`` is on.
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0004
 Create Date: 2026-11-30
 """
 
