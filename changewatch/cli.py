@@ -102,6 +102,9 @@ class _Options:
             canon_policy=s.canon_policy,
             allow_mixed_canon=allow_mixed_canon,
             store_text=s.store_text,
+            flip_window=s.flip_window,
+            fingerprint_policy=s.fingerprint_policy,
+            seen_on_error=s.seen_on_error,
         )
 
 

@@ -25,6 +25,9 @@
     keep the normalised text of every new version (compressed, once per content) for
     ``changewatch diff``: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``;
     default off
+``CHANGEWATCH_FLIP_WINDOW``
+    how many of a page's latest versions a change is compared with to record a flip-flop
+    (``reverted_to``); ``0`` turns it off; default 10
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any, Literal, cast
 
 from changewatch.errors import ConfigError
 from changewatch.fingerprint import FingerprintPolicy
+from changewatch.store.history import DEFAULT_FLIP_WINDOW
 from changewatch.urls import CanonPolicy, HostPolicy
 
 __all__ = [
@@ -84,9 +88,14 @@ class Settings:
     seen_on_error: SeenOnError = "raise"
     fingerprint_policy: FingerprintPolicy | None = None
     store_text: bool = False
+    flip_window: int = DEFAULT_FLIP_WINDOW
 
     def __post_init__(self) -> None:
         check_settings(self.minor_distance, self.max_page_bytes, self.url_policy)
+        if self.flip_window < 0:
+            raise ConfigError(
+                f"CHANGEWATCH_FLIP_WINDOW must be an integer >= 0, got {self.flip_window}"
+            )
         if self.seen_on_error not in SEEN_ON_ERROR:
             raise ConfigError(
                 f"CHANGEWATCH_SEEN_ON_ERROR must be one of {', '.join(SEEN_ON_ERROR)}, "
@@ -135,6 +144,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
             else None
         ),
         store_text=_bool(env, "CHANGEWATCH_STORE_TEXT", False),
+        flip_window=_int(env, "CHANGEWATCH_FLIP_WINDOW", DEFAULT_FLIP_WINDOW),
     )
 
 

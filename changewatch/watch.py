@@ -226,6 +226,7 @@ class ChangeWatch:
             "fingerprint_policy": settings.fingerprint_policy,
             "seen_on_error": settings.seen_on_error,
             "store_text": settings.store_text,
+            "flip_window": settings.flip_window,
         }
         kwargs.update(overrides)
         return cls(**kwargs)

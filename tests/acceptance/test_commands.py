@@ -165,3 +165,24 @@ def test_db_upgrade_postgres(run: Run, pg_scratch_url: str, tmp_path: Path) -> N
     assert _json(run("check", URL, "--file", str(page), "--json", **env))["kind"] == "new"
     assert _json(run("check", URL, "--file", str(page), "--json", **env))["kind"] == "unchanged"
     assert _json(run("stats", "--json", **env))["fetches"] == 2
+
+
+def test_check_applies_the_fingerprint_policy_and_flip_window(run: Run, tmp_path: Path) -> None:
+    """The CLI builds its ChangeWatch from every setting: the [fingerprint] table of
+    CHANGEWATCH_CANON_POLICY (an ignored selector's text is not content) and
+    CHANGEWATCH_FLIP_WINDOW (0: no flip-flop is recorded)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[fingerprint]\nignore = [".ad"]\n', encoding="utf-8")
+    env = {"CHANGEWATCH_CANON_POLICY": str(policy), "CHANGEWATCH_FLIP_WINDOW": "0"}
+    body = "<main><p>Pricing for every plan, billed monthly or yearly.</p></main>"
+    first = _page(tmp_path, "a.html", f"<html><body>{body}<div class=ad>Buy A</div></body></html>")
+    ad = _page(tmp_path, "b.html", f"<html><body>{body}<div class=ad>Buy B</div></body></html>")
+    rewrite = _page(tmp_path, "c.html", "<html><body><p>Entirely other words here.</p></body>")
+    assert _json(run("check", URL, "--file", str(first), "--json", **env))["kind"] == "new"
+    assert _json(run("check", URL, "--file", str(ad), "--json", **env))["kind"] == "unchanged"
+    assert _json(run("check", URL, "--file", str(rewrite), "--json", **env))["kind"] == "changed"
+    back = _json(run("check", URL, "--file", str(first), "--json", **env))
+    assert (back["kind"], back["reverted_to"]) == ("changed", None)
+    bad = run("check", URL, "--file", str(first), CHANGEWATCH_FLIP_WINDOW="-1")
+    assert bad.returncode == 1
+    assert "CHANGEWATCH_FLIP_WINDOW" in bad.stderr

@@ -26,3 +26,12 @@ def test_store_text_garbage_is_a_clear_error() -> None:
     """Anything else is a ConfigError naming the variable and the accepted values."""
     with pytest.raises(ConfigError, match=r"CHANGEWATCH_STORE_TEXT='maybe'.*true"):
         load_settings({"CHANGEWATCH_STORE_TEXT": "maybe"})
+
+
+def test_flip_window_setting() -> None:
+    """CHANGEWATCH_FLIP_WINDOW: default 10, 0 allowed, negative or garbage refused by name."""
+    assert load_settings({}).flip_window == 10
+    assert load_settings({"CHANGEWATCH_FLIP_WINDOW": "0"}).flip_window == 0
+    for bad in ("-1", "ten"):
+        with pytest.raises(ConfigError, match="CHANGEWATCH_FLIP_WINDOW"):
+            load_settings({"CHANGEWATCH_FLIP_WINDOW": bad})
