@@ -7,7 +7,6 @@ them without importing fixture names. The server is ``CHANGEWATCH_TEST_REDIS_URL
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import uuid
@@ -18,7 +17,8 @@ import numpy as np
 import pytest
 import redis
 
-from ._redis_workers import TIMEOUT_S, add_worker, race_sample
+from ._race_workers import run_processes
+from ._redis_workers import add_worker, race_sample
 
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 
@@ -73,30 +73,11 @@ def run_race(
 
     Returns each worker's indices answered new, and the union of the indices added.
     """
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(workers)
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=add_worker, args=(url, seed, total, sample, batch, barrier, results))
-        for seed in range(workers)
-    ]
-    for proc in procs:
-        proc.start()
-    try:
-        outcomes = [results.get(timeout=TIMEOUT_S) for _ in procs]
-    finally:
-        for proc in procs:
-            proc.join(timeout=TIMEOUT_S)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        results.close()
-        results.join_thread()
-    errors = [detail for status, detail in outcomes if status != "ok"]
-    assert not errors, "\n".join(errors)
-    assert [proc.exitcode for proc in procs] == [0] * workers
+    details = run_processes(
+        add_worker, [(url, seed, total, sample, batch) for seed in range(workers)]
+    )
     added = {i for seed in range(workers) for i in race_sample(seed, total, sample)}
-    return [np.frombuffer(detail, dtype=np.int32) for _, detail in outcomes], added
+    return [np.frombuffer(detail, dtype=np.int32) for detail in details], added
 
 
 def assert_exact_race(news: list[np.ndarray], added: set[int]) -> None:
