@@ -533,6 +533,7 @@ def prune(
                 "removed": report.removed,
                 "removed_by_host": report.removed_by_host,
                 "batches": report.batches,
+                "texts_removed": report.texts_removed,
             }
         )
         return
@@ -549,6 +550,8 @@ def prune(
         table.add_row(_cell(host), _cell(n))
     table.add_row(Text("total", style="bold"), _cell(report.removed))
     _console().print(table)
+    if report.texts_removed:
+        click.echo(f"{report.texts_removed} stored texts no version refers to were removed")
 
 
 # -- recrawl scheduling and text diffs (issue 3) ----------------------------------------------

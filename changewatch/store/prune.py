@@ -12,6 +12,12 @@ Deletion runs in bounded batches (``batch_size`` rows per transaction), walking 
 ``(url_digest, version_no)`` index in order, so crawlers writing at the same time wait at most
 one short batch. A row that qualifies keeps qualifying while crawlers write: ``version_count``
 only grows and a superseded version's ``last_seen`` is never moved again.
+
+Stored texts (``page_texts``, kept once per content hash when ``store_text`` is on) that no
+version row refers to any more are deleted afterwards, if they were first stored before the
+cut-off too (a text stored since belongs to a version being written). A version written
+during the prune that returns to a text deleted in that same moment loses its text (``diff``
+then says so); nothing else is affected.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam, func, tuple_
 from sqlalchemy.engine import Engine
 
-from changewatch.store.tables import page_snapshots, page_versions
+from changewatch.store.tables import page_snapshots, page_texts, page_versions
 
 __all__ = ["DEFAULT_PRUNE_BATCH", "PruneReport", "parse_duration", "prune_versions"]
 
@@ -48,6 +54,8 @@ class PruneReport:
     dry_run: bool
     removed_by_host: dict[str, int] = field(default_factory=dict)
     batches: int = 0
+    #: Stored texts (``page_texts``) no remaining version refers to, deleted after the rows.
+    texts_removed: int = 0
 
     @property
     def removed(self) -> int:
@@ -156,4 +164,17 @@ def prune_versions(
             batches += 1
         if len(rows) < batch_size:
             break
-    return PruneReport(cutoff, keep_versions, False, dict(sorted(removed.items())), batches)
+    texts = _prune_texts(engine, cutoff) if removed else 0
+    return PruneReport(
+        cutoff, keep_versions, False, dict(sorted(removed.items())), batches, texts_removed=texts
+    )
+
+
+def _prune_texts(engine: Engine, cutoff: datetime) -> int:
+    """Delete the stored texts first stored before ``cutoff`` that no version refers to."""
+    referenced = sa.exists().where(_VER.content_sha256 == page_texts.c.content_sha256)
+    with engine.begin() as conn:
+        result = conn.execute(
+            sa.delete(page_texts).where(page_texts.c.first_stored < cutoff, ~referenced)
+        )
+    return int(result.rowcount or 0)

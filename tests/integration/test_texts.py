@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
@@ -15,6 +17,9 @@ from changewatch.store.tables import page_texts
 from changewatch.store.texts import decompress_text
 
 from ._pages import long_page, one_word_edit, page, rewrite, words
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 URL = "https://example.com/shop/item"
 
@@ -114,3 +119,27 @@ def test_from_env_passes_store_text(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         assert watch.store_text is True
         watch.should_parse(URL, long_page())
         assert len(_text_rows(watch)) == 1
+
+
+def test_prune_removes_texts_no_version_refers_to(
+    make_watch: Callable[..., ChangeWatch], clock: Clock
+) -> None:
+    """prune deletes a pruned version's text, keeps one a kept version (of any page) shares."""
+    watch = make_watch(store_text=True)
+    watch.should_parse(URL, long_page())  # v1: text shared with /copy below
+    watch.should_parse("https://example.com/copy", long_page())
+    clock.advance(60)
+    watch.should_parse(URL, rewrite())  # v2: only this version has this text
+    clock.advance(60)
+    watch.should_parse(URL, rewrite(7))  # v3: current
+    clock.advance(3600)
+    assert len(_text_rows(watch)) == 3
+    dry = watch.prune(1, timedelta(seconds=30), dry_run=True)
+    assert (dry.removed, dry.texts_removed) == (2, 0)
+    report = watch.prune(1, timedelta(seconds=30))
+    assert (report.removed, report.texts_removed) == (2, 1)
+    left = {bytes(r.content_sha256) for r in _text_rows(watch)}
+    assert left == {
+        watch.history(URL)[-1].content_sha256,
+        watch.history("https://example.com/copy")[0].content_sha256,
+    }
