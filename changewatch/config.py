@@ -40,7 +40,7 @@ from typing import Any, Literal, cast
 
 from changewatch.errors import ConfigError
 from changewatch.fingerprint import FingerprintPolicy
-from changewatch.store.history import DEFAULT_FLIP_WINDOW
+from changewatch.model import DEFAULT_FLIP_WINDOW
 from changewatch.urls import CanonPolicy, HostPolicy
 
 __all__ = [

@@ -6,10 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-__all__ = ["KINDS", "Decision", "DecisionKind", "Snapshot", "Version"]
+__all__ = ["DEFAULT_FLIP_WINDOW", "KINDS", "Decision", "DecisionKind", "Snapshot", "Version"]
 
 DecisionKind = Literal["new", "changed", "minor", "unchanged"]
 KINDS: tuple[DecisionKind, ...] = ("new", "changed", "minor", "unchanged")
+
+#: How many of a page's latest versions a change is compared with to find a flip-flop.
+DEFAULT_FLIP_WINDOW = 10
 
 
 def _check_utc(name: str, value: datetime | None) -> None:

@@ -67,7 +67,7 @@ from changewatch.fingerprint import (
     simhash,
 )
 from changewatch.fingerprint import raw_sha256 as hash_raw
-from changewatch.model import Decision, DecisionKind, Version
+from changewatch.model import DEFAULT_FLIP_WINDOW, Decision, DecisionKind, Version
 from changewatch.observe import (
     NULL_OBSERVER,
     Observer,
@@ -92,7 +92,7 @@ from changewatch.store import (
     open_store,
 )
 from changewatch.store import schedule as schedule_queries
-from changewatch.store.history import DEFAULT_FLIP_WINDOW, reverted_to
+from changewatch.store.history import reverted_to
 from changewatch.store.near import DEFAULT_NEAR_LIMIT, check_near_distance
 from changewatch.store.prune import PruneReport
 from changewatch.store.texts import PageText, write_texts

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.engine import Connection
 
+from changewatch.model import DEFAULT_FLIP_WINDOW
 from changewatch.store.tables import page_snapshots, page_versions
 
 __all__ = [
@@ -25,8 +26,6 @@ __all__ = [
     "reverted_to",
 ]
 
-#: How many of a page's latest versions a change is compared with to find a flip-flop.
-DEFAULT_FLIP_WINDOW = 10
 
 _SNAP = page_snapshots.c
 _VER = page_versions.c
