@@ -132,6 +132,21 @@ SESSION_ID_PARAMETERS = frozenset({"jsessionid", "phpsessid", "sid", "cfid", "cf
 _C0_OR_SPACE = "".join(chr(i) for i in range(0x21))
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+#: URLs that every rule below leaves exactly as they are (checked against the full path by
+#: a differential test): lower-case ``http``/``https``; a host that is a dotted-quad IPv4
+#: address without leading zeros, or lower-case ASCII letters, digits and hyphens in
+#: dot-separated labels, the last starting with a letter (so never a number WHATWG would
+#: read as IPv4); an optional port without a leading zero; no userinfo; a path of characters
+#: that are neither escaped nor decoded, with no empty segment (``//``) and no dot segment;
+#: no query, no fragment. The caller also checks the port's range and that it is not the
+#: scheme's default, the host's length and that no label is punycode (``xn--``, validated).
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_SIMPLE_URL = re.compile(
+    rf"(https?)://((?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*|{_OCTET}(?:\.{_OCTET}){{3}})"
+    r"(?::([1-9][0-9]{0,4}))?"
+    r"(?:/(?!/|\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,=:@]*)+"
+)
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
 # A percent-escape, or a character RFC 3986 does not allow literally in a path or query
 # (unreserved + reserved), a stray "%" included. Written to start with one character class
 # (so the regex engine can skip plain runs fast), and checked first with _CANONICAL_RE.
@@ -397,6 +412,26 @@ def canonicalise(
     limit = policy.max_length if max_length is None else max_length
     if len(url) > limit:
         raise InvalidURLError(url, f"longer than {limit} characters")
+    # The common case, a URL already in canonical form, is recognised without parsing.
+    simple = None if policy.hosts else _SIMPLE_URL.fullmatch(url)
+    if simple is not None:
+        scheme, host, port = simple.groups()
+        if (
+            len(host) <= 63
+            and "xn--" not in host
+            and (port is None or (int(port) <= 65_535 and port != _DEFAULT_PORTS[scheme]))
+            and not (
+                policy.default.fold_trailing_slash
+                and url[-1] == "/"
+                and len(url) > simple.end(3 if port else 2) + 1
+            )
+        ):
+            return url
+    return _canonicalise_parsed(url, policy)
+
+
+def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:
+    """:func:`canonicalise` without its fast path: every URL through the WHATWG parser."""
     # WHATWG basic URL parser: strip leading/trailing C0 control or space, remove tab and
     # newline anywhere; any other control character left refuses the URL (our rule).
     if url.isascii() and url.isprintable():  # the common case: no control character at all
