@@ -129,3 +129,42 @@ def test_alembic_cli_upgrades_with_the_repository_ini(tmp_path: Path) -> None:
         assert _revision(engine) == head_revision()
     finally:
         engine.dispose()
+
+
+def test_head_revision_constant_is_alembics_head() -> None:
+    """Opening a store compares against HEAD_REVISION without loading Alembic: it must name
+    the head of the migration scripts."""
+    from alembic.script import ScriptDirectory
+
+    from changewatch.store.migrate import HEAD_REVISION, alembic_config
+
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    assert heads == [HEAD_REVISION]
+
+
+def test_current_revision_reads_the_version_table(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'r.db'}")
+    with engine.connect() as conn:
+        assert current_revision(conn) is None
+        assert MigrationContext.configure(conn).get_current_revision() is None
+    upgrade(engine, "0003")
+    with engine.connect() as conn:
+        assert current_revision(conn) == "0003"
+        assert MigrationContext.configure(conn).get_current_revision() == "0003"
+    engine.dispose()
+
+
+def test_opening_a_store_does_not_import_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    open_store = f"ChangeWatch(database_url={url!r}, seen_url='memory:').close()\n"
+    # The first open creates and migrates the database (Alembic runs); the second only checks.
+    subprocess.run(
+        [sys.executable, "-c", "from changewatch import ChangeWatch\n" + open_store], check=True
+    )
+    check = (
+        "import sys\n"
+        "from changewatch import ChangeWatch\n"
+        + open_store
+        + "assert 'alembic' not in sys.modules, 'alembic was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True)

@@ -23,7 +23,7 @@ from changewatch.schedule import (
 )
 from changewatch.store.migrate import alembic_config, upgrade
 from changewatch.store.rates import band_expr, rate_expr
-from changewatch.store.schedule import _DUE, due_full_scan
+from changewatch.store.schedule import _due, due_full_scan
 from changewatch.store.tables import page_snapshots
 
 from ._pages import long_page, rewrite, snapshot
@@ -146,8 +146,8 @@ def test_due_reads_through_the_band_index_on_postgres(watch: ChangeWatch, dialec
         now = watch._clock()  # type: ignore[attr-defined]
         common = {"now": now, "limit": 40, "band_limit": 40, "min_expected": 0.5}
         for stmt, params in (
-            (_DUE[True, False, True], common),
-            (_DUE[True, True, True], common | {"host": "h7.example"}),
+            (_due(True, False, True), common),
+            (_due(True, True, True), common | {"host": "h7.example"}),
         ):
             compiled = stmt.compile(conn)
             explained = conn.exec_driver_sql(
