@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_LOAD", "DigestTable"]
+__all__ = ["MAX_LOAD", "DigestTable", "halves"]
 
 #: Largest fraction of slots in use before the table doubles.
 MAX_LOAD = 0.7
@@ -26,7 +26,7 @@ U64 = npt.NDArray[np.uint64]
 Bools = npt.NDArray[np.bool_]
 
 
-def _halves(digests: bytes) -> tuple[U64, U64]:
+def halves(digests: bytes) -> tuple[U64, U64]:
     """Split concatenated 16-byte digests into big-endian high and low 64-bit halves.
 
     Big-endian halves compare like the digest bytes (memcmp order, as SQL sorts BLOB/bytea).
@@ -76,7 +76,7 @@ class DigestTable:
 
         A digest repeated within the batch is True at its first position only.
         """
-        hi, lo = _halves(digests)
+        hi, lo = halves(digests)
         fresh = np.zeros(hi.size, dtype=np.bool_)
         if not hi.size:
             return fresh
@@ -92,7 +92,7 @@ class DigestTable:
 
     def contains_many(self, digests: bytes) -> Bools:
         """Membership of each of the concatenated digests."""
-        hi, lo = _halves(digests)
+        hi, lo = halves(digests)
         return self._probe(hi, lo)
 
     def _probe(self, hi: U64, lo: U64) -> Bools:

@@ -29,8 +29,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Literal
 
-from changewatch.digest_table import DigestTable
+import numpy as np
+
+from changewatch.digest_table import DigestTable, halves
 from changewatch.errors import InvalidURLError
+from changewatch.host_index import DEFAULT_MAX_ROWS, NO_TIME, HostIndex, from_micros, to_micros
 from changewatch.reconcile_model import (
     HostResult,
     LastmodTrust,
@@ -154,6 +157,7 @@ def reconcile(
     batch: int = DEFAULT_LOOKUP_BATCH,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
+    max_host_rows: int = DEFAULT_MAX_ROWS,
 ) -> ReconcileResult:
     """Reconcile every entry of ``source`` with the store; findings go to ``sink``.
 
@@ -162,8 +166,13 @@ def reconcile(
     recrawl queue). ``should_stop`` is polled between batches; when it answers true the result
     comes back with status ``interrupted``. ``progress`` is called with the number of entries
     handled so far.
+
+    A host with at most ``max_host_rows`` stored pages is read from a Postgres store whole,
+    once, when its first entry arrives (:meth:`ReconcileStore.host_index`), and its entries
+    are classified in memory; other hosts (and every host on SQLite) are looked up in
+    batches of ``batch`` digests. Both give the same answer.
     """
-    state = _State(store, sink, url_policy, canon_policy)
+    state = _State(store, sink, url_policy, canon_policy, max_host_rows)
     status = "complete"
     done = 0
     pending: list[SitemapURL] = []
@@ -241,9 +250,18 @@ class _State:
     """The running state of :func:`reconcile`: per-host tables and counts, pending findings."""
 
     def __init__(
-        self, store: ReconcileStore, sink: Sink, url_policy: str, canon: CanonPolicy | None
+        self,
+        store: ReconcileStore,
+        sink: Sink,
+        url_policy: str,
+        canon: CanonPolicy | None,
+        max_host_rows: int = DEFAULT_MAX_ROWS,
     ) -> None:
         self.store = store
+        self.max_host_rows = max_host_rows
+        #: Per host: its stored pages in memory, or ``None`` where lookups go to the store.
+        #: With an index, ``tables`` holds only the listed digests the store does not have.
+        self.indexes: dict[str, HostIndex | None] = {}
         self.sink = sink
         self.url_policy = url_policy
         self.canon = canon
@@ -276,6 +294,13 @@ class _State:
         for host, items in by_host.items():
             result = self.host(host)
             result.listed += len(items)
+            if host in self.indexes:
+                index = self.indexes[host]
+            else:
+                index = self.indexes[host] = self.store.host_index(host, self.max_host_rows)
+            if index is not None:
+                self.classify_in_memory(host, index, items)
+                continue
             table = self.tables.get(host)
             if table is None:
                 table = self.tables[host] = DigestTable()
@@ -286,6 +311,80 @@ class _State:
                 else:
                     result.duplicates += 1
         return todo
+
+    def classify_in_memory(
+        self, host: str, index: HostIndex, items: Sequence[tuple[str, bytes, SitemapURL]]
+    ) -> None:
+        """Count and record one batch of a host read whole: :func:`classify` and
+        :func:`lastmod_verdict` over arrays, the same rules as :meth:`record`."""
+        result = self.hosts[host]
+        blob = b"".join(digest for _, digest, _ in items)
+        at = index.find(*halves(blob))
+        stored = at >= 0
+        first = np.zeros(len(items), dtype=np.bool_)
+        on_file = np.flatnonzero(stored)
+        if on_file.size:
+            # An entry counts once: the first time its page is listed, in this batch or before.
+            rows = at[on_file]
+            _, once = np.unique(rows, return_index=True)
+            candidates = on_file[once]
+            first[candidates[~index.listed[at[candidates]]]] = True
+            index.listed[rows] = True
+        absent = np.flatnonzero(~stored)
+        if absent.size:
+            table = self.tables.get(host)
+            if table is None:
+                table = self.tables[host] = DigestTable()
+            added = table.add_many(np.frombuffer(blob, dtype="V16")[absent].tobytes())
+            first[absent[added]] = True
+        result.duplicates += len(items) - int(np.count_nonzero(first))
+        new = np.flatnonzero(stored & first)
+        if new.size:
+            rows = at[new]
+            lastmod = np.array([to_micros(items[i][2].lastmod) for i in new.tolist()], np.int64)
+            seen = index.last_seen[rows]
+            dated = lastmod != NO_TIME
+            stale = dated & (lastmod > seen)
+            judged = dated & ~stale
+            ahead = judged & (lastmod > index.last_changed[rows])
+            previous = index.previous[rows]
+            either = judged & ~ahead & (previous != NO_TIME)
+            behind = int(np.count_nonzero(either & (lastmod < previous)))
+            result.trust.ahead += int(np.count_nonzero(ahead))
+            result.trust.behind += behind
+            result.trust.agrees += int(np.count_nonzero(either)) - behind
+            n_stale = int(np.count_nonzero(stale))
+            result.fresh += int(new.size) - n_stale
+            result.stale += n_stale
+            for k in np.flatnonzero(stale).tolist():
+                self._finding("stale", host, items[int(new[k])], from_micros(int(seen[k])))
+        missing = np.flatnonzero(~stored & first)
+        result.missing += int(missing.size)
+        for i in missing.tolist():
+            self._finding("missing", host, items[i], None)
+        if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
+            self.flush()
+
+    def _finding(
+        self,
+        kind: str,
+        host: str,
+        item: tuple[str, bytes, SitemapURL],
+        last_seen: datetime | None,
+    ) -> None:
+        canonical, digest, entry = item
+        self.findings.append(
+            Finding(
+                kind=kind,
+                host=host,
+                url=stored_url(canonical, self.url_policy),
+                url_digest=digest,
+                sitemap_lastmod=entry.lastmod,
+                stored_last_seen=last_seen,
+                sitemap=entry.sitemap,
+            )
+        )
+        self.recrawl.append(canonical)
 
     def record(self, todo: Sequence[_Todo], stored: dict[bytes, StoredPage]) -> None:
         """Count and record one looked-up batch."""
@@ -301,18 +400,8 @@ class _State:
                 result.missing += 1
             else:
                 result.stale += 1
-            self.findings.append(
-                Finding(
-                    kind=kind,
-                    host=host,
-                    url=stored_url(canonical, self.url_policy),
-                    url_digest=digest,
-                    sitemap_lastmod=entry.lastmod,
-                    stored_last_seen=None if page is None else page.last_seen,
-                    sitemap=entry.sitemap,
-                )
-            )
-            self.recrawl.append(canonical)
+            last_seen = None if page is None else page.last_seen
+            self._finding(kind, host, (canonical, digest, entry), last_seen)
         if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
             self.flush()
 
@@ -321,6 +410,10 @@ class _State:
         for host in sorted(outcome.complete_hosts):
             result = self.host(host)
             result.vanished_checked = True
+            index = self.indexes.get(host)
+            if index is not None:
+                self.vanished_in_memory(result, index, should_stop)
+                continue
             table = self.tables.get(host) or DigestTable()
             for digests in self.store.host_digests(host):
                 listed = table.contains_many(b"".join(digests))
@@ -337,6 +430,25 @@ class _State:
                         self.flush()
                 if should_stop is not None and should_stop():
                     raise _Stopped
+
+    def vanished_in_memory(
+        self, result: HostResult, index: HostIndex, should_stop: Callable[[], bool] | None
+    ) -> None:
+        """The vanished pages of a host read whole: the rows no entry marked listed."""
+        gone = index.unlisted_digests()
+        step = 16 * DEFAULT_LOOKUP_BATCH
+        for start in range(0, len(gone), step):
+            part = gone[start : start + step]
+            digests = [part[i : i + 16] for i in range(0, len(part), 16)]
+            for digest, url, last_seen in self.store.pages(digests):
+                result.vanished += 1
+                self.findings.append(
+                    Finding("vanished", result.host, url, digest, stored_last_seen=last_seen)
+                )
+            if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
+                self.flush()
+            if should_stop is not None and should_stop():
+                raise _Stopped
 
     def flush(self) -> None:
         if self.findings or self.recrawl:
@@ -372,6 +484,7 @@ def run_reconcile(
     recrawl: Callable[[Sequence[str]], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
+    max_host_rows: int = DEFAULT_MAX_ROWS,
 ) -> ReconcileResult:
     """:func:`reconcile`, recorded in ``reconcile_runs`` / ``reconcile_findings`` (``record``).
 
@@ -407,6 +520,7 @@ def run_reconcile(
             canon_policy=canon_policy,
             should_stop=should_stop,
             progress=progress,
+            max_host_rows=max_host_rows,
         )
         if writer is not None:
             writer.close()

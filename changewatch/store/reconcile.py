@@ -36,6 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.engine import Connection, make_url
 
+from changewatch.host_index import HostIndex, IndexBuilder, RowFormatError
 from changewatch.store.store import SnapshotStore, _translate
 from changewatch.store.tables import (
     page_snapshots,
@@ -129,6 +130,22 @@ def _sqlite_lookup() -> sa.Select[Any]:
 
 
 _PG_LOOKUP = _pg_lookup()
+#: The pages of one host for :meth:`ReconcileStore.host_index`, one packed 40-byte ``bytea`` a
+#: row (:data:`~changewatch.host_index.ROW_BYTES`): one bytes object per row to the client
+#: instead of four values. A page with one version sends ``-infinity`` as its previous
+#: ``last_seen``; the previous version is probed only for pages with more than one.
+_PG_HOST_ROWS = """SELECT s.url_digest
+    || timestamptz_send(s.last_seen)
+    || timestamptz_send(s.last_changed)
+    || timestamptz_send(COALESCE(p.last_seen, '-infinity'::timestamptz))
+  FROM page_snapshots s
+  LEFT JOIN LATERAL (
+    SELECT v.last_seen FROM page_versions v
+    WHERE s.version_count > 1 AND v.url_digest = s.url_digest
+      AND v.version_no = s.version_count - 1
+    LIMIT 1
+  ) p ON true
+  WHERE s.host = %s"""
 _SQLITE_LOOKUP = _sqlite_lookup()
 
 
@@ -218,6 +235,32 @@ class ReconcileStore:
             result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
             for part in result.scalars().partitions(batch):
                 yield [bytes(digest) for digest in part]
+
+    def host_index(self, host: str, max_rows: int) -> HostIndex | None:
+        """Every stored page of ``host`` as a :class:`~changewatch.host_index.HostIndex`,
+        streamed from one query (a server-side cursor, packed binary rows); ``None`` where
+        batched :meth:`lookup` calls must do instead: on SQLite (its lookups are in-process
+        already), for a host of more than ``max_rows`` pages, or if a row has another shape.
+        """
+        if self.dialect != "postgresql" or max_rows <= 0:
+            return None
+        count = self.host_count(host)
+        if count > max_rows:
+            return None
+        builder = IndexBuilder(expected=count)
+        with _translate(self._url), self._engine.connect() as conn:
+            raw: Any = conn.connection.driver_connection
+            try:
+                with raw.cursor(name="changewatch_host_index", binary=True) as cursor:
+                    cursor.itersize = DEFAULT_SCAN_BATCH
+                    cursor.execute(_PG_HOST_ROWS, (host,))
+                    while rows := cursor.fetchmany(DEFAULT_SCAN_BATCH):
+                        builder.add([row[0] for row in rows])
+            except (RowFormatError, TypeError):  # TypeError: a NULL row
+                return None
+            finally:
+                raw.rollback()
+        return builder.finish()
 
     def pages(self, digests: Sequence[bytes]) -> list[tuple[bytes, str | None, datetime]]:
         """``(url_digest, url, last_seen)`` of these stored pages, in digest order."""

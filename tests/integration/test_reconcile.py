@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch
+from changewatch.host_index import DEFAULT_MAX_ROWS
 from changewatch.reconcile import (
     ReconcileResult,
     StaticSource,
@@ -46,6 +47,7 @@ def _run(
     complete: bool = True,
     record: bool = True,
     recrawl: list[str] | None = None,
+    max_host_rows: int = DEFAULT_MAX_ROWS,
 ) -> ReconcileResult:
     hosts = frozenset({HOST})
     source = StaticSource(listed, hosts, hosts if complete else frozenset())
@@ -57,7 +59,15 @@ def _run(
         url_policy=watch.url_policy,
         record=record,
         recrawl=None if recrawl is None else recrawl.extend,
+        max_host_rows=max_host_rows,
     )
+
+
+#: Both ways of reading the store: the host read whole into memory (Postgres, the default),
+#: and batched lookups (forced with max_host_rows=0; always so on SQLite).
+HOST_ROWS = pytest.mark.parametrize(
+    "host_rows", [DEFAULT_MAX_ROWS, 0], ids=["host-in-memory", "lookups"]
+)
 
 
 def _findings(watch: ChangeWatch, run_id: int) -> dict[str, set[str | None]]:
@@ -81,7 +91,10 @@ def stocked(make_watch: Callable[..., ChangeWatch], clock: Clock) -> ChangeWatch
     return watch
 
 
-def test_missing_stale_vanished_fresh_exact(stocked: ChangeWatch, clock: Clock) -> None:
+@HOST_ROWS
+def test_missing_stale_vanished_fresh_exact(
+    stocked: ChangeWatch, clock: Clock, host_rows: int
+) -> None:
     """Each listed or stored page lands in exactly one kind; the run and findings are recorded."""
     stored_at = clock.now - timedelta(seconds=3600)
     recrawl: list[str] = []
@@ -96,6 +109,7 @@ def test_missing_stale_vanished_fresh_exact(stocked: ChangeWatch, clock: Clock) 
             SitemapURL("javascript:alert(1)", None, SITEMAP),
         ],
         recrawl=recrawl,
+        max_host_rows=host_rows,
     )
     host = result.hosts[HOST]
     assert result.totals() == {"missing": 1, "stale": 1, "vanished": 1, "fresh": 1}
@@ -124,13 +138,17 @@ def test_missing_stale_vanished_fresh_exact(stocked: ChangeWatch, clock: Clock) 
     assert run.sites == SITE
 
 
-def test_seen_but_never_stored_is_missing(stocked: ChangeWatch, clock: Clock) -> None:
+@HOST_ROWS
+def test_seen_but_never_stored_is_missing(
+    stocked: ChangeWatch, clock: Clock, host_rows: int
+) -> None:
     """A URL the seen-set says was seen (a Bloom false positive, say) but the store lacks is
     reported missing: the lookup is exact, in the store."""
     url = f"{SITE}/marked-only"
     assert stocked.mark_seen(url)
     assert not stocked.mark_seen(url)  # the seen-set now claims it
-    result = _run(stocked, clock, [_entry("/marked-only"), _entry("/fresh"), _entry("/stale")])
+    listed = [_entry("/marked-only"), _entry("/fresh"), _entry("/stale")]
+    result = _run(stocked, clock, listed, max_host_rows=host_rows)
     assert result.hosts[HOST].missing == 1
     assert result.run_id is not None
     assert _findings(stocked, result.run_id)["missing"] == {url}
@@ -145,11 +163,12 @@ def test_incomplete_walk_reports_no_vanished(stocked: ChangeWatch, clock: Clock)
     assert "vanished" not in _findings(stocked, result.run_id)
 
 
+@HOST_ROWS
 def test_empty_sitemap_of_a_complete_host_vanishes_every_page(
-    stocked: ChangeWatch, clock: Clock
+    stocked: ChangeWatch, clock: Clock, host_rows: int
 ) -> None:
     """A complete walk that listed nothing reports every stored page of the host vanished."""
-    result = _run(stocked, clock, [])
+    result = _run(stocked, clock, [], max_host_rows=host_rows)
     assert result.totals() == {"missing": 0, "stale": 0, "vanished": 3, "fresh": 0}
 
 
@@ -173,7 +192,10 @@ def test_url_policy_applies_to_findings(
     assert bytes(digest) == url_digest(f"{SITE}/old?id=1")
 
 
-def test_lastmod_trust_from_history(make_watch: Callable[..., ChangeWatch], clock: Clock) -> None:
+@HOST_ROWS
+def test_lastmod_trust_from_history(
+    make_watch: Callable[..., ChangeWatch], clock: Clock, host_rows: int
+) -> None:
     """agrees / ahead / behind follow the stored versions; stale and first-only don't count."""
     watch = make_watch()
     paths = ("/agrees", "/behind", "/ahead", "/stale", "/first-only")
@@ -203,6 +225,7 @@ def test_lastmod_trust_from_history(make_watch: Callable[..., ChangeWatch], cloc
             _entry("/stale", t4 + second),
             _entry("/first-only", t1 - second),
         ],
+        max_host_rows=host_rows,
     )
     trust = result.hosts[HOST].trust
     assert (trust.agrees, trust.ahead, trust.behind, trust.comparable) == (1, 1, 1, 3)
@@ -323,3 +346,93 @@ def test_other_hosts_listed_get_no_vanished(stocked: ChangeWatch, clock: Clock) 
     other = result.hosts["other.example"]
     assert (other.fresh, other.missing, other.vanished, other.vanished_checked) == (1, 1, 0, False)
     assert result.hosts[HOST].vanished == 2  # /stale and /gone
+
+
+def _collect(
+    watch: ChangeWatch, listed: Sequence[SitemapURL], max_host_rows: int
+) -> tuple[ReconcileResult, set[tuple[Any, ...]]]:
+    found: set[tuple[Any, ...]] = set()
+    recrawl: list[str] = []
+
+    def sink(findings: Sequence[Finding], urls: Sequence[str]) -> None:
+        found.update(
+            (f.kind, f.url, f.url_digest, f.sitemap_lastmod, f.stored_last_seen) for f in findings
+        )
+        recrawl.extend(urls)
+
+    result = reconcile(
+        StaticSource(listed, frozenset({HOST})),
+        store=ReconcileStore(watch.store),
+        sink=sink,
+        batch=37,
+        max_host_rows=max_host_rows,
+    )
+    found.add(("recrawl", tuple(sorted(recrawl))))
+    return result, found
+
+
+def test_host_in_memory_and_lookups_give_the_same_answer(
+    make_watch: Callable[..., ChangeWatch], clock: Clock
+) -> None:
+    """A host read whole and a host looked up in batches agree on every count, every trust
+    verdict and every finding — with pages of one, two and three versions, lastmods on both
+    sides of every stored time, repeats within and across batches, and pages never stored."""
+    import random
+
+    rng = random.Random(7)
+    watch = make_watch()
+    times: dict[int, list[datetime]] = {}
+    for n in range(240):
+        watch.should_parse(f"{SITE}/p/{n}", _page(n))
+        times[n] = [clock.now]
+    for round_ in range(1, 3):
+        clock.advance(600)
+        for n in range(0, 240, round_ + 1):
+            version = n + 1000 * round_ if rng.random() < 0.6 else n  # changed or refetched
+            watch.should_parse(f"{SITE}/p/{n}", _page(version))
+            times[n].append(clock.now)
+    clock.advance(600)
+    listed = []
+    for n in rng.sample(range(320), 260):  # 0-239 stored, 240-319 never stored
+        base = rng.choice(times.get(n, [clock.now]))
+        lastmod = rng.choice([None, base, base + timedelta(seconds=rng.randint(-900, 900))])
+        listed.append(_entry(f"/p/{n}", lastmod))
+    listed += rng.sample(listed, 40)  # repeats, some within a batch of 37, some across
+    rng.shuffle(listed)
+
+    in_memory, found_in_memory = _collect(watch, listed, DEFAULT_MAX_ROWS)
+    lookups, found_lookups = _collect(watch, listed, 0)
+    a, b = in_memory.hosts[HOST], lookups.hosts[HOST]
+    assert in_memory.totals() == lookups.totals()
+    assert (a.listed, a.duplicates, a.invalid, a.vanished_checked) == (
+        b.listed,
+        b.duplicates,
+        b.invalid,
+        b.vanished_checked,
+    )
+    assert (a.trust.agrees, a.trust.ahead, a.trust.behind) == (
+        b.trust.agrees,
+        b.trust.ahead,
+        b.trust.behind,
+    )
+    assert found_in_memory == found_lookups
+    # The scenario exercises every outcome, so agreement means something.
+    totals = in_memory.totals()
+    assert all(totals[kind] > 0 for kind in ("missing", "stale", "vanished", "fresh"))
+    assert a.duplicates >= 40
+    assert min(a.trust.agrees, a.trust.ahead, a.trust.behind) > 0
+
+
+def test_host_index_is_read_on_postgres_only_and_within_the_cap(stocked: ChangeWatch) -> None:
+    store = ReconcileStore(stocked.store)
+    index = store.host_index(HOST, DEFAULT_MAX_ROWS)
+    if store.dialect != "postgresql":
+        assert index is None  # SQLite lookups are in-process already
+        return
+    assert index is not None
+    assert len(index) == store.host_count(HOST) == 3
+    assert store.host_index(HOST, 2) is None  # over the cap: batched lookups instead
+    assert store.host_index(HOST, 0) is None
+    empty = store.host_index("nothing-stored.example", DEFAULT_MAX_ROWS)
+    assert empty is not None
+    assert len(empty) == 0
