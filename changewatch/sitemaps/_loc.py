@@ -19,11 +19,12 @@ MAX_LOC_CHARS = 2_048
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 #: Whitespace left inside after trimming (RFC 3986 has no unescaped space).
 _INNER_SPACE = re.compile(r"\s")
-#: Any character that sends a URL to the slow, reason-finding path.
-_SUSPECT = re.compile(r"[\x00-\x20\x7f-\x9f\\\s]")
-#: The common shape, checked without urlsplit: scheme, plain host, optional port, then a
-#: path/query/fragment or the end. No "@", so no userinfo; anything else takes the slow path.
-_PLAIN = re.compile(r"(?i:https?)://([A-Za-z0-9.-]+)(?::([0-9]{1,5}))?(?=[/?#]|\Z)")
+#: The common shape, checked without urlsplit in one match: scheme, plain host, optional
+#: port, then a path/query/fragment without a _SUSPECT character, or the end. No "@" in the
+#: authority, so no userinfo; anything else takes the slow path.
+_PLAIN = re.compile(
+    r"(?i:https?)://([A-Za-z0-9.-]+)(?::([0-9]{1,5}))?(?:[/?#][^\x00-\x20\x7f-\x9f\\\s]*)?"
+)
 
 
 #: host_key of the hosts seen on the fast path: a sitemap names one host a million times.
@@ -67,7 +68,7 @@ def check_loc(text: str, allowed_hosts: Collection[str]) -> tuple[str | None, st
         return None, "missing loc"
     if len(loc) >= MAX_LOC_CHARS:
         return None, "too long"
-    plain = None if _SUSPECT.search(loc) else _PLAIN.match(loc)
+    plain = _PLAIN.fullmatch(loc)
     if plain is not None and int(plain.group(2) or 0) <= 65_535:
         host = plain.group(1)
         key = _HOST_KEYS.get(host)

@@ -12,7 +12,7 @@ The reader only collects raw text (``loc`` and date strings); checking them is t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 from xml.parsers import expat
 
 from changewatch.errors import SitemapLimitError, SitemapParseError, SitemapRefusedError
@@ -31,6 +31,9 @@ MAX_XML_DEPTH: Final = 100
 #: Dates longer than this are garbage anyway; text past a cap is dropped, not stored.
 _MAX_DATE_CHARS: Final = 128
 _SEP: Final = "\x1f"
+#: :meth:`XmlReader._action` of an entry's link element, and of any element not read.
+_LOC: Final = -1
+_IGNORED: Final = -2
 
 
 def limit_error(url: str, limit: str, value: int, detail: str) -> SitemapLimitError:
@@ -61,9 +64,10 @@ _ROOTS: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RawEntry:
-    """One entry as written: its link text (``None`` if absent) and its date text."""
+class RawEntry(NamedTuple):
+    """One entry as written: its link text (``None`` if absent) and its date text.
+
+    A named tuple, not a dataclass: one is made per entry, and it is half the cost."""
 
     loc: str | None
     date: str | None
@@ -90,6 +94,7 @@ class XmlReader:
         self._field_depth = -1
         self._fed = 0
         self._names: dict[str, tuple[bool, str]] = {}
+        self._actions: dict[str, int] = {}
         self._in_entry = False
         self._loc: str | None = None
         self._loc_over = False
@@ -97,8 +102,9 @@ class XmlReader:
         self._date_rank = 0
         self._own: list[str] = []
         self._own_len = 0
-        #: The field being read (``None`` outside one), its text so far, size and cap.
-        self._field: str | None = None
+        #: The field being read (``None`` outside one: :data:`_LOC` or a date's rank), its
+        #: text so far, size and cap.
+        self._field: int | None = None
         self._buf: list[str] | None = None
         self._buf_len = 0
         self._cap = 0
@@ -114,7 +120,6 @@ class XmlReader:
         parser.ExternalEntityRefHandler = self._refuse_external
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end
-        parser.CharacterDataHandler = self._chars
         self._parser = parser
 
     # -- feeding ---------------------------------------------------------------------------
@@ -167,6 +172,23 @@ class XmlReader:
                 self._names[name] = known
         return known
 
+    def _action(self, name: str) -> int:
+        """What a child of an entry is: :data:`_LOC`, a date field's rank (≥ 0), or
+        :data:`_IGNORED`; remembered per name (up to 256 names)."""
+        ours, local = self._ours(name)
+        layout = self._layout
+        if not ours:
+            action = _IGNORED
+        elif local == layout.loc:
+            action = _LOC
+        elif local in layout.dates:
+            action = layout.dates.index(local)
+        else:
+            action = _IGNORED
+        if len(self._actions) < 256:
+            self._actions[name] = action
+        return action
+
     def _root(self, name: str) -> None:
         ns, _, local = name.rpartition(_SEP)
         found = _ROOTS.get(local)
@@ -178,11 +200,35 @@ class XmlReader:
         self._entry_depth, self._field_depth = found.entry_depth, found.entry_depth + 1
         self._rooted = True
 
+    # The handlers run for every element, so they are written out flat. Character data is
+    # only delivered where it is kept: inside a field (``_field_chars``), directly inside an
+    # entry (``_entry_chars``: ``<sitemap>URL</sitemap>`` is seen in the wild), and nowhere
+    # else (no handler: expat makes no call at all).
+
     def _start(self, name: str, attrs: dict[str, str]) -> None:
         depth = self._depth = self._depth + 1
         if depth == self._field_depth:
-            if self._in_entry:
-                self._start_field(name, attrs)
+            if not self._in_entry:
+                return
+            action = self._actions.get(name)
+            if action is None:
+                action = self._action(name)
+            if action == _LOC:
+                if self._layout.loc_in_href:
+                    # Atom: the first <link> whose rel is absent or "alternate" (RFC 4287).
+                    rel = attrs.get("rel", "alternate").strip().lower()
+                    if self._loc is None and rel == "alternate" and "href" in attrs:
+                        self._loc = attrs["href"]
+                        self._loc_over = len(self._loc) >= MAX_LOC_CHARS
+                elif self._loc is None:
+                    self._field, self._cap = _LOC, MAX_LOC_CHARS
+                    self._buf, self._buf_len, self._over = [], 0, False
+                    self._parser.CharacterDataHandler = self._field_chars
+            elif action >= 0 and action < self._date_rank:
+                self._date_rank = action
+                self._field, self._cap = action, _MAX_DATE_CHARS
+                self._buf, self._buf_len, self._over = [], 0, False
+                self._parser.CharacterDataHandler = self._field_chars
         elif depth == self._entry_depth:
             ours, local = self._ours(name)
             if ours and local == self._layout.entry:
@@ -191,33 +237,11 @@ class XmlReader:
                 self._loc_over = False
                 self._date_rank = len(self._layout.dates)
                 self._own, self._own_len = [], 0
+                self._parser.CharacterDataHandler = self._entry_chars
         elif depth > MAX_XML_DEPTH:
             raise limit_error(self.url, "max_xml_depth", MAX_XML_DEPTH, "elements nested too deep")
         elif not self._rooted:
             self._root(name)
-
-    def _start_field(self, name: str, attrs: dict[str, str]) -> None:
-        ours, local = self._ours(name)
-        if not ours:
-            return
-        layout = self._layout
-        if local == layout.loc:
-            if layout.loc_in_href:
-                # Atom: the first <link> whose rel is absent or "alternate" (RFC 4287 §4.2.7.2).
-                rel = attrs.get("rel", "alternate").strip().lower()
-                if self._loc is None and rel == "alternate" and "href" in attrs:
-                    self._loc = attrs["href"]
-                    self._loc_over = len(self._loc) >= MAX_LOC_CHARS
-            elif self._loc is None:
-                self._begin(local, MAX_LOC_CHARS)
-        elif local in layout.dates:
-            rank = layout.dates.index(local)
-            if rank < self._date_rank:
-                self._date_rank = rank
-                self._begin(local, _MAX_DATE_CHARS)
-
-    def _begin(self, field: str, cap: int) -> None:
-        self._field, self._buf, self._buf_len, self._cap, self._over = field, [], 0, cap, False
 
     def _end(self, name: str) -> None:
         depth = self._depth
@@ -226,13 +250,15 @@ class XmlReader:
             buf = self._buf
             if buf is not None:
                 text = "".join(buf)
-                if self._field == self._layout.loc:
+                if self._field == _LOC:
                     self._loc, self._loc_over = text, self._over
                 else:
                     self._date = text
                 self._buf = self._field = None
+                self._parser.CharacterDataHandler = self._entry_chars
         elif depth == self._entry_depth and self._in_entry:
             self._in_entry = False
+            self._parser.CharacterDataHandler = None
             self.entries.append(self._entry())
 
     def _entry(self) -> RawEntry:
@@ -246,16 +272,16 @@ class XmlReader:
             return RawEntry("".join(self._own), self._date, self._own_len >= MAX_LOC_CHARS)
         return RawEntry(loc, self._date, self._loc_over)
 
-    def _chars(self, data: str) -> None:
-        buf = self._buf
-        if buf is not None:
-            size = self._buf_len + len(data)
-            if size > self._cap:
-                self._over = True
-            else:
-                buf.append(data)
-                self._buf_len = size
-        elif self._in_entry and self._depth == self._entry_depth and not data.isspace():
+    def _field_chars(self, data: str) -> None:
+        size = self._buf_len + len(data)
+        if size > self._cap:
+            self._over = True
+        else:
+            self._buf.append(data)  # type: ignore[union-attr]  # set with this handler
+            self._buf_len = size
+
+    def _entry_chars(self, data: str) -> None:
+        if self._depth == self._entry_depth and not data.isspace():
             if self._own_len + len(data) <= MAX_LOC_CHARS:
                 self._own.append(data)
             self._own_len += len(data)
