@@ -5,16 +5,18 @@ One run builds everything it measures:
 * N URLs (default 1,000,000) in 20 gzip sitemaps (50,000 URLs each for 1M) behind a
   sitemap index, written to a temporary directory and served by a local HTTP server;
 * a fresh Postgres database (``cw_bench_reconcile``, created and dropped by this script)
-  migrated to head and bulk-loaded with ``COPY``: N ``page_snapshots`` rows and one
-  ``page_versions`` row each. 1% of the listed URLs are not stored (missing), 5% were last
+  migrated to head and bulk-loaded with ``COPY``: N ``page_snapshots`` rows and their
+  ``page_versions`` rows (one page in ten has two versions, so the lastmod trust figure
+  looks up a previous version). 1% of the listed URLs are not stored (missing), 5% were last
   seen before their sitemap ``lastmod`` (stale), and 1% of the stored rows are listed
   nowhere (vanished).
 
 Then, in separate child processes (so each peak RSS is that process's own ``ru_maxrss``):
 
 * ``changewatch reconcile INDEX_URL --allow-private --json`` — the whole job: fetch, parse,
-  canonicalise, exact lookups in batches of 1,000, vanished diff, findings recorded in
-  ``reconcile_runs`` / ``reconcile_findings``;
+  canonicalise, read the host's stored pages once (``host_index``: a host this size is
+  classified in memory), vanished diff, findings recorded in ``reconcile_runs`` /
+  ``reconcile_findings``;
 * ultimate-sitemap-parser 1.8.1 (``SitemapFetcher(INDEX_URL).sitemap()`` and iterating
   ``all_pages()``) — fetching and parsing the same files from the same server, nothing more.
 
@@ -61,6 +63,8 @@ LASTMOD = "2026-01-01T00:00:00+00:00"
 FIRST_SEEN = datetime(2025, 1, 1, tzinfo=UTC)
 SEEN_BEFORE_LASTMOD = datetime(2025, 6, 1, tzinfo=UTC)
 SEEN_AFTER_LASTMOD = datetime(2026, 2, 1, tzinfo=UTC)
+PREVIOUS_SEEN = datetime(2025, 3, 1, tzinfo=UTC)
+CHANGED_AT = datetime(2025, 4, 1, tzinfo=UTC)
 _START = time.perf_counter()
 
 
@@ -170,15 +174,22 @@ def load_store(url: str, base: str, n: int) -> dict[str, int]:
                         digest = digest_canonical(page)
                         stale = listed and i % 20 == 1
                         seen = SEEN_BEFORE_LASTMOD if stale else SEEN_AFTER_LASTMOD
+                        # One page in ten changed once: two versions, so the previous version's
+                        # last_seen is looked up for the lastmod trust figure.
+                        versions = 2 if i % 10 == 3 else 1
+                        changed = CHANGED_AT if versions == 2 else FIRST_SEEN
                         if table == "page_snapshots":
                             kind = "fresh" if listed and not stale else "stale"
                             expected["vanished" if not listed else kind] += 1
                             fixed = (digest, host, page, 2, 2, zero32, zero32, i, 100)
-                            copy.write_row((*fixed, FIRST_SEEN, seen, FIRST_SEEN, 1, 1))
+                            copy.write_row((*fixed, FIRST_SEEN, seen, changed, versions, 2))
                         else:
-                            copy.write_row(
-                                (digest, 1, "new", zero32, zero32, i, 2, 100, FIRST_SEEN, seen)
-                            )
+                            fixed = (zero32, zero32, i, 2, 100)
+                            if versions == 2:
+                                first = (digest, 1, "new", *fixed, FIRST_SEEN, PREVIOUS_SEEN)
+                                copy.write_row(first)
+                            kind = "changed" if versions == 2 else "new"
+                            copy.write_row((digest, versions, kind, *fixed, changed, seen))
         raw.commit()
         conn.execute(sa.text("ANALYZE"))
         conn.commit()

@@ -106,6 +106,9 @@ class IndexBuilder:
             name: np.empty(capacity, dtype=_ROW[name].newbyteorder("=")) for name in _COLUMNS
         }
 
+    def __len__(self) -> int:
+        return self._size
+
     def add(self, packed: Sequence[bytes]) -> None:
         """Add a batch of packed rows."""
         for row in packed:

@@ -73,6 +73,8 @@ __all__ = [
 ListedKind = Literal["missing", "stale", "fresh"]
 #: Lookups a run keeps going at once (each on its own connection).
 LOOKUPS_IN_FLIGHT = 2
+#: Entries held back while a start host's stored pages are still being read (a few MB).
+STASH_ENTRIES = 50_000
 #: Findings flushed to the sink (and the database) at a time.
 DEFAULT_FINDINGS_BATCH = 1_000
 
@@ -181,6 +183,10 @@ def reconcile(
     # each other (the driver releases the GIL while it waits). Counting is commutative, so
     # batches are recorded in submission order.
     with ThreadPoolExecutor(LOOKUPS_IN_FLIGHT, thread_name_prefix="changewatch-lookup") as pool:
+        # The start hosts are known before the first entry: their stores are read while the
+        # first sitemaps are fetched and parsed (the query's server time overlaps the walk).
+        for host in sorted(getattr(source, "start_hosts", ()))[:LOOKUPS_IN_FLIGHT]:
+            state.prefetch(pool, host)
         inflight: deque[tuple[list[_Todo], Future[dict[bytes, StoredPage]]]] = deque()
 
         def settle(keep: int = 0) -> None:
@@ -188,13 +194,30 @@ def reconcile(
                 todo, future = inflight.popleft()
                 state.record(todo, future.result())
 
-        def dispatch(entries: list[SitemapURL]) -> None:
+        def handle(entries: list[SitemapURL]) -> None:
             nonlocal done
             todo = state.prepare(entries)
             settle(keep=LOOKUPS_IN_FLIGHT - 1)
             if todo:
                 inflight.append((todo, pool.submit(store.lookup, [t[2] for t in todo])))
             done += len(entries)
+
+        # While a start host's pages are still being read, batches wait here (up to
+        # STASH_ENTRIES) instead of the parser waiting for the read: the two overlap.
+        stash: list[list[SitemapURL]] = []
+        stashed = 0
+
+        def dispatch(entries: list[SitemapURL], *, last: bool = False) -> None:
+            nonlocal stashed
+            if not last and stashed < STASH_ENTRIES and state.reading():
+                stash.append(entries)
+                stashed += len(entries)
+                return
+            for waiting in stash:
+                handle(waiting)
+            stash.clear()
+            stashed = 0
+            handle(entries)
 
         try:
             for entry in source.entries():
@@ -206,14 +229,15 @@ def reconcile(
                         progress(done)
                     if should_stop is not None and should_stop():
                         raise _Stopped
-            dispatch(pending)
+            dispatch(pending, last=True)
             settle()
             if progress is not None:
                 progress(done)
             outcome = source.outcome()
             state.vanished(outcome, should_stop)
         except _Stopped:
-            settle()  # the batches already looked up are counted and recorded
+            dispatch([], last=True)  # the batches already read are counted and recorded
+            settle()
             status = "interrupted"
             outcome = WalkOutcome(frozenset(), frozenset())
     state.flush()
@@ -262,6 +286,7 @@ class _State:
         #: Per host: its stored pages in memory, or ``None`` where lookups go to the store.
         #: With an index, ``tables`` holds only the listed digests the store does not have.
         self.indexes: dict[str, HostIndex | None] = {}
+        self._reading: dict[str, Future[HostIndex | None]] = {}
         self.sink = sink
         self.url_policy = url_policy
         self.canon = canon
@@ -297,7 +322,7 @@ class _State:
             if host in self.indexes:
                 index = self.indexes[host]
             else:
-                index = self.indexes[host] = self.store.host_index(host, self.max_host_rows)
+                index = self.indexes[host] = self.host_index(host)
             if index is not None:
                 self.classify_in_memory(host, index, items)
                 continue
@@ -311,6 +336,21 @@ class _State:
                 else:
                     result.duplicates += 1
         return todo
+
+    def prefetch(self, pool: ThreadPoolExecutor, host: str) -> None:
+        """Start reading ``host``'s stored pages on ``pool``."""
+        self._reading[host] = pool.submit(self.store.host_index, host, self.max_host_rows)
+
+    def reading(self) -> bool:
+        """A prefetched host is still being read."""
+        return any(not reading.done() for reading in self._reading.values())
+
+    def host_index(self, host: str) -> HostIndex | None:
+        """``host``'s stored pages in memory (prefetched or read now), or ``None``."""
+        reading = self._reading.pop(host, None)
+        if reading is not None:
+            return reading.result()
+        return self.store.host_index(host, self.max_host_rows)
 
     def classify_in_memory(
         self, host: str, index: HostIndex, items: Sequence[tuple[str, bytes, SitemapURL]]

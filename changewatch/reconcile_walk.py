@@ -49,6 +49,11 @@ class WalkSource:
         #: Entries and sitemaps the walks skipped, by reason.
         self.skipped: Counter[str] = Counter()
 
+    @property
+    def start_hosts(self) -> frozenset[str]:
+        """The hosts of the arguments, known before the walk starts."""
+        return frozenset(self._hosts.values())
+
     def entries(self) -> Iterator[SitemapURL]:
         """Walk each argument in turn and yield its pages."""
         for argument in self.arguments:

@@ -436,3 +436,36 @@ def test_host_index_is_read_on_postgres_only_and_within_the_cap(stocked: ChangeW
     empty = store.host_index("nothing-stored.example", DEFAULT_MAX_ROWS)
     assert empty is not None
     assert len(empty) == 0
+
+
+def test_the_walk_goes_on_while_a_start_host_is_read(stocked: ChangeWatch, clock: Clock) -> None:
+    """Entries read while the start host's pages are still loading wait in a stash and are
+    classified once the index arrives: the walk is not held up, the answer is the same."""
+    import threading
+
+    released = threading.Event()
+    read_before_release: list[int] = []
+
+    class SlowStore(ReconcileStore):
+        def host_index(self, host: str, max_rows: int) -> Any:
+            if not released.wait(10):  # without the stash the walk waits for this read
+                raise TimeoutError("the walk was held up while the host was read")
+            return super().host_index(host, max_rows)
+
+    class Source(StaticSource):
+        def entries(self) -> Iterator[SitemapURL]:
+            for n, entry in enumerate(self.listed):
+                if n == 3_500:
+                    read_before_release.append(n)
+                    released.set()
+                yield entry
+
+    listed = [_entry(f"/n{i}") for i in range(5_000)] + [_entry("/fresh"), _entry("/stale")]
+    result = reconcile(
+        Source(listed, frozenset({HOST})),
+        store=SlowStore(stocked.store),
+        sink=lambda _findings, _urls: None,
+    )
+    assert read_before_release == [3_500]  # 3 batches went by before the read finished
+    assert result.totals() == {"missing": 5_000, "stale": 0, "vanished": 1, "fresh": 2}
+    assert result.hosts[HOST].listed == 5_002
