@@ -199,9 +199,22 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
     """
     if isinstance(html, str):
         return html
+    encoding, skip = _sniff_encoding(html, content_type)
+    if skip:
+        return html[skip:].decode(encoding or "utf-8", "replace")
+    try:
+        return html.decode(encoding or "utf-8", "replace")
+    except (LookupError, UnicodeError):
+        # A label naming a codec that is not a text encoding (base64, rot13, undefined, idna…).
+        return html.decode("utf-8", "replace")
+
+
+def _sniff_encoding(html: bytes, content_type: str | None) -> tuple[str | None, int]:
+    """The codec :func:`decode_html` reads ``html`` with (None: UTF-8) and the length of the
+    byte order mark it skips."""
     for bom, bom_encoding in _BOMS:
         if html.startswith(bom):
-            return html[len(bom) :].decode(bom_encoding, "replace")
+            return bom_encoding, len(bom)
     encoding: str | None = None
     if content_type:
         match = _HEADER_CHARSET_RE.search(content_type)
@@ -211,11 +224,37 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
         match_bytes = _META_CHARSET_RE.search(html, 0, 1024)
         if match_bytes:
             encoding = _codec(match_bytes.group(1).decode("ascii", "replace"), meta=True)
-    try:
-        return html.decode(encoding or "utf-8", "replace")
-    except (LookupError, UnicodeError):
-        # A label naming a codec that is not a text encoding (base64, rot13, undefined, idna…).
-        return html.decode("utf-8", "replace")
+    return encoding, 0
+
+
+def _utf8_source(html: str | bytes, content_type: str | None) -> bytes | None:
+    """The UTF-8 bytes of ``decode_html(html, content_type)`` when they can be had without
+    decoding: ``html`` itself (less its BOM) for valid UTF-8 bytes read as UTF-8, or a ``str``
+    without lone surrogates, encoded. Else None.
+
+    selectolax parses bytes as UTF-8 and encodes a ``str`` to UTF-8 first, so handing it these
+    bytes builds the same tree without the decode and re-encode. Invalid UTF-8 is not handed
+    over: lexbor's replacement of bad sequences differs from Python's ``"replace"`` (it drops
+    a NUL inside a sequence before decoding it).
+
+    >>> _utf8_source(b"\\xef\\xbb\\xbf<p>caf\\xc3\\xa9", None), _utf8_source(b"caf\\xe9", None)
+    (b'<p>caf\\xc3\\xa9', None)
+    """
+    if isinstance(html, str):
+        try:
+            return html.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    encoding, skip = _sniff_encoding(html, content_type)
+    if encoding not in (None, "utf-8"):
+        return None
+    body = html[skip:] if skip else html
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return body
 
 
 def _codec(label: str, *, meta: bool = False) -> str | None:
@@ -414,11 +453,13 @@ def normalise(
     if is_binary(html, content_type):
         return ""
     rules = (policy or DEFAULT_POLICY).for_host(host)
-    decoded = decode_html(html, content_type)
-    if _nesting_bound(decoded) > DEFAULT_MAX_NESTING:
-        text = _fallback_text(decoded)
+    source: str | bytes | None = _utf8_source(html, content_type)
+    if source is None:
+        source = decode_html(html, content_type)
+    if _nesting_bound(source) > DEFAULT_MAX_NESTING:
+        text = _fallback_text(decode_html(html, content_type))
     else:
-        text = _visible_text(LexborHTMLParser(decoded), rules)
+        text = _visible_text(LexborHTMLParser(source), rules)
     return strip_volatile(normalise_text(text), rules)
 
 
