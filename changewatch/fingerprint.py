@@ -296,6 +296,7 @@ class FingerprintPolicy:
     boilerplate: bool = False
     hosts: Mapping[str, FingerprintPolicy] = field(default_factory=dict)
     _volatile_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _strip_selector: str = field(init=False, repr=False, compare=False)
     _drop_selector: str | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -328,7 +329,14 @@ class FingerprintPolicy:
                 ) from None
         joined = "|".join(f"(?:{p})" for p in self.volatile)
         object.__setattr__(self, "_volatile_re", re.compile(joined) if joined else None)
-        drop = ", ".join((HIDDEN_SELECTOR, *self.ignore))
+        # Dropped tags first, in one query; then the hidden and ignored elements of what is
+        # left, as ignored selectors may be structural (":first-child", "a + b"). With no
+        # ignored selectors the hidden ones (attributes and types only, so the same either
+        # way) join the first query, and one tree walk finds everything.
+        tags = (*DROPPED_TAGS, *BOILERPLATE_TAGS) if self.boilerplate else DROPPED_TAGS
+        strip = ", ".join((*tags, *(() if self.ignore else (HIDDEN_SELECTOR,))))
+        drop = ", ".join((HIDDEN_SELECTOR, *self.ignore)) if self.ignore else None
+        object.__setattr__(self, "_strip_selector", strip)
         object.__setattr__(self, "_drop_selector", drop)
         if not isinstance(self.hosts, Mapping):
             raise ConfigError("fingerprint policy: hosts must map host names to policies")
@@ -408,9 +416,14 @@ def _nesting_bound(text: str | bytes) -> int:
     Void and unclosed elements count as open, so it over-estimates real pages; it is only
     computed for pages with more than :data:`DEFAULT_MAX_NESTING` ``<`` characters.
     """
-    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    if data.count(b"<") <= DEFAULT_MAX_NESTING:
+    if isinstance(text, str):
+        if text.count("<") <= DEFAULT_MAX_NESTING:
+            return 0
+        data = text.encode("utf-8", "surrogatepass")
+    elif text.count(b"<") <= DEFAULT_MAX_NESTING:
         return 0
+    else:
+        data = text
     array = np.frombuffer(data, dtype=np.uint8)
     after = array[np.flatnonzero(array[:-1] == 0x3C) + 1]
     folded = after | 0x20
@@ -464,11 +477,12 @@ def normalise(
 
 
 def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
-    tree.strip_tags([*DROPPED_TAGS, *BOILERPLATE_TAGS] if rules.boilerplate else [*DROPPED_TAGS])
-    assert rules._drop_selector is not None
     # Reverse document order: a descendant is destroyed before the ancestor that holds it.
-    for node in reversed(tree.css(rules._drop_selector)):
+    for node in reversed(tree.css(rules._strip_selector)):
         node.decompose()
+    if rules._drop_selector is not None:
+        for node in reversed(tree.css(rules._drop_selector)):
+            node.decompose()
     if rules.boilerplate:
         headers = tree.css("header")
         if headers:

@@ -742,6 +742,15 @@ def test_policy_ignore_and_main_selectors() -> None:
     assert normalise(page, policy=FingerprintPolicy(main="#missing")) == "buy now story x"
 
 
+def test_policy_structural_ignore_sees_the_tree_without_dropped_tags_with_hidden() -> None:
+    """Ignored selectors match the tree left after dropped tags go, hidden elements still in."""
+    first = FingerprintPolicy(ignore=("p:first-child",))
+    assert normalise("<div><script>x</script><p>one</p><p>two</p></div>", policy=first) == "two"
+    assert normalise("<div><p hidden>a</p><p>b</p></div>", policy=first) == "b"
+    after_svg = FingerprintPolicy(ignore=("svg + p",))
+    assert normalise("<div><svg></svg><p>one</p><p>two</p></div>", policy=after_svg) == "one two"
+
+
 def test_policy_per_host() -> None:
     """Host entries apply to their host ('.domain': and its subdomains) and nowhere else."""
     policy = FingerprintPolicy(
@@ -882,6 +891,56 @@ def test_bad_input_nul_bytes() -> None:
 def test_bad_input_invalid_utf8() -> None:
     """Invalid UTF-8 becomes U+FFFD (case-folded text keeps it); no exception."""
     assert normalise(b"<p>caf\xe9 \xff ok</p>") == "caf\ufffd \ufffd ok"
+
+
+def test_bad_input_invalid_utf8_read_as_python_replaces_it() -> None:
+    """Invalid UTF-8 reads as Python's "replace" decoding, also where lexbor would differ
+    (a NUL inside a multi-byte sequence), and UTF-8 bytes, BOM or not, read as their text."""
+    page = b"<p>a\xc3\x00\x80b \xe2\x82\x00\xac</p>"
+    assert normalise(page) == "a\ufffd\ufffdb \ufffd\ufffd"
+    assert normalise(page) == normalise(page.decode("utf-8", "replace"))
+    text = "<p>Grüße 12:00</p>"
+    for body in (text.encode(), codecs.BOM_UTF8 + text.encode()):
+        assert fingerprint(body).content_sha256 == fingerprint(text).content_sha256
+
+
+@pytest.mark.parametrize(
+    ("page", "golden"),
+    [
+        (
+            codecs.BOM_UTF8 + "<p>Grüße 12:00</p>".encode(),
+            (
+                "b6b51f9e4900e71b84183ae19d55ba6db3791bfc8f29dbfc1c465d72584c1c14",
+                16645051477851956237,
+                6,
+            ),
+        ),
+        (
+            b"<p>a\xc3\x00\x80b \xe2\x82\x00\xac</p>",
+            (
+                "2d6c41d4bc89cb946c2ab08ff6c3132b48edaeb9c7e8525815b088614df5e687",
+                2122198374514065678,
+                7,
+            ),
+        ),
+        (
+            b'<meta charset="windows-1252"><p>caf\xe9 \x93q\x94</p>',
+            (
+                "c779f64ffbb655a5ad6a2f68fbbe2ce58c7a911a449e483e515913c44a1fab29",
+                3121265225674326134,
+                8,
+            ),
+        ),
+    ],
+    ids=["utf8-bom", "invalid-utf8-nul", "meta-windows-1252"],
+)
+def test_fingerprint_golden_vectors_of_byte_pages(
+    page: bytes, golden: tuple[str, int, int]
+) -> None:
+    """content_sha256, simhash and text_length of fixed byte pages (BOM, bad UTF-8, a legacy
+    charset) are pinned."""
+    fp = fingerprint(page)
+    assert (fp.content_sha256.hex(), fp.simhash, fp.text_length) == golden
 
 
 def test_bad_input_utf16_with_bom() -> None:
