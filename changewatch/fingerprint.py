@@ -595,13 +595,16 @@ def normalise_text(text: str) -> str:
     text = " ".join(text.split())
     if text.isascii():
         return text.lower()  # ASCII is already NFKC and case-folds to lower case
+    changed = False
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
-    text = text.casefold()
+        changed = True
+    text = text.casefold()  # never makes whitespace (a unit test checks every code point)
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
+        changed = True
     # NFKC can turn a character into a space sequence (U+00A8 → " ̈"): collapse again.
-    return " ".join(text.split())
+    return " ".join(text.split()) if changed else text
 
 
 def content_sha256(text: str) -> bytes:

@@ -266,6 +266,18 @@ def test_normalise_uses_charset_hints() -> None:
 # --- fingerprint ----------------------------------------------------------------------------
 
 
+def test_casefold_never_makes_whitespace() -> None:
+    """No code point case-folds to whitespace unless it is whitespace, and " " folds to
+    itself — so normalise_text need not collapse whitespace again after case folding."""
+    assert " ".casefold() == " "
+    made = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if not chr(code).isspace() and any(c.isspace() for c in chr(code).casefold())
+    ]
+    assert made == []
+
+
 def test_fingerprint_str_and_utf8_bytes_agree() -> None:
     """The same page as str or as UTF-8 bytes has the same hashes (raw included)."""
     page = "<html><title>Tëst</title><p>Some text – with “quotes” and ☃ snowmen.</p></html>"
