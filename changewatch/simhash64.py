@@ -8,7 +8,7 @@ shingle's hash combines its words' hashes (:func:`feature_hash`) — stable acro
 unlike ``hash()``. The result equals ``simhash.Simhash(features, hashfunc=feature_hash).value``
 for the same weighted features (a unit test pins it), but :func:`simhash` computes it in numpy:
 every word of a page hashed in a handful of array operations, shingles combined as arrays, the
-weighted bit sums one matrix product. Weights are capped because the ``simhash`` package
+weighted bit sums read off per-byte value counts. Weights are capped because the ``simhash`` package
 overflows ``uint8`` for weights above 255 under numpy 2 (upstream issue 1e0ng/simhash#74).
 """
 
@@ -173,7 +173,8 @@ def simhash(text: str) -> int:
     Equal to ``simhash_of_features(simhash_features(text))``, computed without building the
     shingle strings: every word is hashed in numpy (:func:`_word_hashes`), shingle hashes
     are combined in numpy (:func:`feature_hash` is the scalar definition), identical
-    shingles are counted, and the weighted bit sums are one matrix product.
+    shingles are counted only when one may pass :data:`MAX_FEATURE_WEIGHT`, and the weighted
+    bit sums come from per-byte value counts (:func:`_bit_sums`).
 
     >>> simhash("") == 0
     True
@@ -186,8 +187,36 @@ def simhash(text: str) -> int:
             hashes = _fmix64_array(hashes[:-1] * np.uint64(_GOLDEN) ^ _rotl_array(hashes[1:], 21))
     else:
         hashes = _fmix64_array(hashes)
-    unique, counts = np.unique(hashes, return_counts=True)
-    return _weighted_simhash(unique, np.minimum(counts, MAX_FEATURE_WEIGHT))
+    if len(hashes) <= MAX_FEATURE_WEIGHT or _bucket_counts(hashes).max() <= MAX_FEATURE_WEIGHT:
+        # No shingle occurs more often than the cap, so every occurrence weighs 1.
+        sums, total = _bit_sums(hashes), len(hashes)
+    else:
+        unique, counts = np.unique(hashes, return_counts=True)
+        weights = np.minimum(counts, MAX_FEATURE_WEIGHT)
+        sums, total = _bit_sums(unique, weights), int(weights.sum())
+    return int.from_bytes(np.packbits(sums * 2 > total).tobytes(), "big")
+
+
+def _bucket_counts(hashes: np.ndarray) -> np.ndarray:
+    """Occurrences per value of the low 12 bits: an upper bound on each hash's count."""
+    return np.bincount((hashes & np.uint64(0xFFF)).astype(np.intp), minlength=4096)
+
+
+#: Bit k (most significant first) of each byte value, as a 256 × 8 matrix.
+_BYTE_BITS = (np.arange(256)[:, None] >> np.arange(7, -1, -1)) & 1
+_BYTE_OFFSETS = np.arange(8, dtype=np.intp) * 256
+
+
+def _bit_sums(hashes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """For each of the 64 bits (most significant first), the weight of the hashes that have it.
+
+    One weighted count of each byte's values per byte position, times the bits of those
+    values: exact integers (float64 sums of weights ≤ 255 stay below 2**53).
+    """
+    index = hashes.astype(">u8").view(np.uint8).reshape(-1, 8) + _BYTE_OFFSETS
+    repeated = None if weights is None else np.repeat(weights.astype(np.float64), 8)
+    counts = np.bincount(index.ravel(), weights=repeated, minlength=8 * 256)
+    return (counts.reshape(8, 256) @ _BYTE_BITS).ravel()
 
 
 def _weighted_simhash(hashes: np.ndarray, weights: np.ndarray) -> int:

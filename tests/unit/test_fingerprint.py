@@ -416,6 +416,15 @@ def test_simhash_feature_weight_capped() -> None:
     assert max(features.values()) == 255
 
 
+@pytest.mark.parametrize("repeats", [1, 254, 255, 256, 257, 1000])
+@pytest.mark.parametrize("distinct", [0, 3, 300, 5000])
+def test_vectorised_simhash_weights_around_the_cap(repeats: int, distinct: int) -> None:
+    """simhash(text) equals the feature definition when a shingle repeats up to, at and past
+    MAX_FEATURE_WEIGHT times, beside few or many distinct shingles (both counting paths)."""
+    text = "a b " * repeats + " ".join(f"w{i}" for i in range(distinct))
+    assert simhash_text(text) == simhash_of_features(simhash_features(text))
+
+
 def test_simhash_equals_simhash_package_on_corpus(
     corpus_texts: dict[str, str], corpus_fingerprints: dict[str, Fingerprint]
 ) -> None:
