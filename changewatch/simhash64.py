@@ -112,17 +112,38 @@ def _word_hashes(text: str) -> np.ndarray:
     edges = np.flatnonzero(padded[1:] != padded[:-1])  # word starts and ends, alternating
     if len(edges) == 0:
         return np.empty(0, dtype=np.uint64)
-    starts = edges[0::2]
-    lengths = edges[1::2] - starts
-    offsets = np.zeros(len(lengths), dtype=np.intp)
-    np.cumsum(lengths[:-1], out=offsets[1:])
-    # Position of each word character inside its word, then Σ code·P**position per word.
-    position = np.arange(int(offsets[-1] + lengths[-1])) - np.repeat(offsets, lengths)
-    powers = np.ones(int(lengths.max()), dtype=np.uint64)
+    starts, ends = edges[0::2], edges[1::2]
+    blocks = (len(codes) + _BLOCK - 1) // _BLOCK
     with np.errstate(over="ignore"):
-        np.cumprod(np.full(len(powers) - 1, _WORD_P, dtype=np.uint64), out=powers[1:])
-        terms = codes[mask].astype(np.uint64) * powers[position]
-        return _fmix64_array(np.add.reduceat(terms, offsets))  # type: ignore[no-any-return]
+        # Σ code·P**position over a word is (prefix[end] − prefix[start])·P**−start, where
+        # prefix sums code·P**index over the whole text: P is odd, so P**−1 mod 2**64 exists.
+        powers = (_block_powers(_WORD_P_BLOCK, blocks)[:, None] * _WORD_P_POWERS).ravel()
+        prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
+        np.cumsum(codes * powers[: len(codes)], out=prefix[1:])
+        inverse = (
+            _block_powers(_WORD_P_INVERSE_BLOCK, blocks)[starts // _BLOCK]
+            * _WORD_P_INVERSES[starts % _BLOCK]
+        )
+        return _fmix64_array((prefix[ends] - prefix[starts]) * inverse)  # type: ignore[no-any-return]
+
+
+_BLOCK = 256
+_WORD_P_INVERSE = pow(_WORD_P, -1, 1 << 64)
+#: P**i and P**−i mod 2**64 for i < _BLOCK; P**(_BLOCK·k) and P**−(_BLOCK·k) by _block_powers.
+_WORD_P_POWERS = np.array([pow(_WORD_P, i, 1 << 64) for i in range(_BLOCK)], dtype=np.uint64)
+_WORD_P_INVERSES = np.array(
+    [pow(_WORD_P_INVERSE, i, 1 << 64) for i in range(_BLOCK)], dtype=np.uint64
+)
+_WORD_P_BLOCK = pow(_WORD_P, _BLOCK, 1 << 64)
+_WORD_P_INVERSE_BLOCK = pow(_WORD_P_INVERSE, _BLOCK, 1 << 64)
+
+
+def _block_powers(base: int, count: int) -> np.ndarray:
+    """``base**k`` mod 2**64 for k < ``count``, as uint64."""
+    powers = np.ones(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.cumprod(np.full(count - 1, base, dtype=np.uint64), out=powers[1:])
+    return powers
 
 
 def _rotl(value: int, shift: int) -> int:

@@ -425,6 +425,22 @@ def test_vectorised_simhash_weights_around_the_cap(repeats: int, distinct: int) 
     assert simhash_text(text) == simhash_of_features(simhash_features(text))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 1000,
+        "ab " * 200 + "y" * 700 + " z",
+        " " * 255 + "w" + " é" * 300 + " " + "\U0001d400" * 513,
+        " ".join("w" * n for n in range(1, 90)),
+    ],
+    ids=["one-long-word", "long-word-mid-text", "astral-past-blocks", "many-lengths"],
+)
+def test_vectorised_simhash_long_words_and_texts(text: str) -> None:
+    """Words longer than, and word starts past, the 256-character blocks of the word-hash
+    powers hash as the feature definition says."""
+    assert simhash_text(text) == simhash_of_features(simhash_features(text))
+
+
 def test_simhash_equals_simhash_package_on_corpus(
     corpus_texts: dict[str, str], corpus_fingerprints: dict[str, Fingerprint]
 ) -> None:
