@@ -1224,3 +1224,59 @@ def test_windowed_volatile_search_equals_the_whole_text_search(parts: list[str])
     assert pattern is not None
     expected = fingerprint_module._strip_to_fixed_point(text, pattern)
     assert fingerprint_module.strip_volatile(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_VOLATILE_FRAGMENTS), st.text(min_size=1, max_size=120)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_volatile_search_on_collapsed_text_equals_the_public_one(parts: list[str]) -> None:
+    """On normalise_text output, normalise's strip (no final collapsing pass) returns what
+    strip_volatile returns."""
+    text = normalise_text(" ".join(parts))
+    policy = fingerprint_module.DEFAULT_POLICY
+    assert fingerprint_module._strip_volatile(text, policy, collapsed=True) == strip_volatile(text)
+
+
+def _volatile_anchors_by_find(text: str) -> list[tuple[int, int]]:
+    found = []
+    at = text.find(":")
+    while at != -1:
+        if at + 1 < len(text) and text[at + 1].isdecimal():
+            found.append((at, at + 2))
+        at = text.find(":", at + 1)
+    at = text.find(" ago")
+    while at != -1:
+        after = at + 4
+        if after == len(text) or not (text[after].isalnum() or text[after] == "_"):
+            found.append((at, after))
+        at = text.find(" ago", at + 1)
+    return sorted(found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([":", " ago", " ", "1", "٣", "a", "_", "²", "x", "é"]), max_size=60)
+)
+def test_volatile_anchors_are_colon_digit_and_ago_not_before_a_word_character(
+    parts: list[str],
+) -> None:
+    """The anchor patterns find ":" before a decimal digit (str.isdecimal) and " ago" not
+    followed by str.isalnum() or "_" — as a str.find scan does."""
+    text = "".join(parts)
+    assert fingerprint_module._volatile_anchors(text) == _volatile_anchors_by_find(text)
+
+
+def test_regex_digit_is_str_isdecimal() -> None:
+    """re's ``\\d`` matches exactly the code points str.isdecimal() accepts."""
+    digit = re.compile(r"\d")
+    differing = [
+        c
+        for c in range(sys.maxunicode + 1)
+        if (digit.match(chr(c)) is not None) != chr(c).isdecimal()
+    ]
+    assert differing == []
