@@ -156,9 +156,6 @@ _LABEL_ALIASES = {
     "x-user-defined": "cp1252",
 }
 _WHITESPACE_RE = re.compile(r"\s+")
-# Anchors of the default volatile patterns; a literal first character lets re skip ahead.
-_COLON_DIGIT_RE = re.compile(r":\d")
-_AGO_RE = re.compile(r" ago(?!\w)")
 _WINDOW_BEFORE = 96
 _WINDOW_AFTER = 48
 
@@ -568,15 +565,24 @@ def _strip_volatile(text: str, policy: FingerprintPolicy, *, collapsed: bool) ->
 
 
 def _volatile_anchors(text: str) -> list[tuple[int, int]]:
-    """Spans of ``:\\d`` and `` ago\\b`` in ``text``, in order — found by two patterns that
-    each start with a literal character, which re skips to; much faster than a regex
-    alternation tried at every position.
+    """Spans of ``:\\d`` and `` ago\\b`` in ``text``, in order — found with ``str.find``,
+    which is much faster than a regex alternation tried at every position.
 
     >>> _volatile_anchors("at 12:05, 3 days ago; agog: no")
     [(5, 7), (16, 20)]
     """
-    found = [match.span() for match in _COLON_DIGIT_RE.finditer(text)]
-    found += [match.span() for match in _AGO_RE.finditer(text)]
+    found = []
+    at = text.find(":")
+    while at != -1:
+        if at + 1 < len(text) and text[at + 1].isdecimal():
+            found.append((at, at + 2))
+        at = text.find(":", at + 1)
+    at = text.find(" ago")
+    while at != -1:
+        after = at + 4
+        if after == len(text) or not (text[after].isalnum() or text[after] == "_"):
+            found.append((at, after))
+        at = text.find(" ago", at + 1)
     found.sort()
     return found
 
