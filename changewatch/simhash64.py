@@ -113,18 +113,14 @@ def _word_hashes(text: str) -> np.ndarray:
     if len(edges) == 0:
         return np.empty(0, dtype=np.uint64)
     starts, ends = edges[0::2], edges[1::2]
-    blocks = (len(codes) + _BLOCK - 1) // _BLOCK
+    powers, inverses = _word_p_powers(len(codes))
     with np.errstate(over="ignore"):
         # Σ code·P**position over a word is (prefix[end] − prefix[start])·P**−start, where
         # prefix sums code·P**index over the whole text: P is odd, so P**−1 mod 2**64 exists.
-        powers = (_block_powers(_WORD_P_BLOCK, blocks)[:, None] * _WORD_P_POWERS).ravel()
         prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
         np.cumsum(codes * powers[: len(codes)], out=prefix[1:])
-        inverse = (
-            _block_powers(_WORD_P_INVERSE_BLOCK, blocks)[starts // _BLOCK]
-            * _WORD_P_INVERSES[starts % _BLOCK]
-        )
-        return _fmix64_array((prefix[ends] - prefix[starts]) * inverse)  # type: ignore[no-any-return]
+        sums = (prefix[ends] - prefix[starts]) * inverses[starts]
+        return _fmix64_array(sums)  # type: ignore[no-any-return]
 
 
 _BLOCK = 256
@@ -136,6 +132,29 @@ _WORD_P_INVERSES = np.array(
 )
 _WORD_P_BLOCK = pow(_WORD_P, _BLOCK, 1 << 64)
 _WORD_P_INVERSE_BLOCK = pow(_WORD_P_INVERSE, _BLOCK, 1 << 64)
+#: Power tables up to 2**18 entries (4 MiB each) are kept between calls: 8 MiB at most.
+_CACHED_POWERS_EXPONENT = 18
+
+
+def _word_p_powers(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """P**i and P**−i mod 2**64 for i < at least ``count``, as uint64 arrays."""
+    exponent = max(8, (count - 1).bit_length())
+    if exponent <= _CACHED_POWERS_EXPONENT:
+        return _cached_word_p_powers(exponent)
+    return _power_tables(exponent)
+
+
+@functools.cache
+def _cached_word_p_powers(exponent: int) -> tuple[np.ndarray, np.ndarray]:
+    return _power_tables(exponent)
+
+
+def _power_tables(exponent: int) -> tuple[np.ndarray, np.ndarray]:
+    blocks = (1 << exponent) // _BLOCK
+    powers = (_block_powers(_WORD_P_BLOCK, blocks)[:, None] * _WORD_P_POWERS).ravel()
+    inverses = (_block_powers(_WORD_P_INVERSE_BLOCK, blocks)[:, None] * _WORD_P_INVERSES).ravel()
+    powers.flags.writeable = inverses.flags.writeable = False
+    return powers, inverses
 
 
 def _block_powers(base: int, count: int) -> np.ndarray:
@@ -224,8 +243,9 @@ def _bucket_counts(hashes: np.ndarray) -> np.ndarray:
 
 
 #: Bit k (most significant first) of each byte value, as a 256 × 8 matrix.
-_BYTE_BITS = (np.arange(256)[:, None] >> np.arange(7, -1, -1)) & 1
-_BYTE_OFFSETS = np.arange(8, dtype=np.intp) * 256
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(7, -1, -1)) & 1).astype(np.float64)
+#: Where the counts of each byte of a uint64, in memory order, go: most significant first.
+_BYTE_OFFSETS = 256 * np.arange(7, -1, -1) if np.little_endian else 256 * np.arange(8)
 
 
 def _bit_sums(hashes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -234,10 +254,10 @@ def _bit_sums(hashes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarr
     One weighted count of each byte's values per byte position, times the bits of those
     values: exact integers (float64 sums of weights ≤ 255 stay below 2**53).
     """
-    index = hashes.astype(">u8").view(np.uint8).reshape(-1, 8) + _BYTE_OFFSETS
+    index = np.ascontiguousarray(hashes, dtype=np.uint64).view(np.uint8).reshape(-1, 8)
     repeated = None if weights is None else np.repeat(weights.astype(np.float64), 8)
-    counts = np.bincount(index.ravel(), weights=repeated, minlength=8 * 256)
-    return (counts.reshape(8, 256) @ _BYTE_BITS).ravel()
+    counts = np.bincount((index + _BYTE_OFFSETS).ravel(), weights=repeated, minlength=8 * 256)
+    return (counts.reshape(8, 256).astype(np.float64) @ _BYTE_BITS).ravel()
 
 
 def _weighted_simhash(hashes: np.ndarray, weights: np.ndarray) -> int:

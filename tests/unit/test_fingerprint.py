@@ -432,12 +432,14 @@ def test_vectorised_simhash_weights_around_the_cap(repeats: int, distinct: int) 
         "ab " * 200 + "y" * 700 + " z",
         " " * 255 + "w" + " é" * 300 + " " + "\U0001d400" * 513,
         " ".join("w" * n for n in range(1, 90)),
+        " ".join(f"w{i}" for i in range(40_000)),
     ],
-    ids=["one-long-word", "long-word-mid-text", "astral-past-blocks", "many-lengths"],
+    ids=["one-long-word", "long-word-mid-text", "astral-past-blocks", "many-lengths", "long"],
 )
 def test_vectorised_simhash_long_words_and_texts(text: str) -> None:
     """Words longer than, and word starts past, the 256-character blocks of the word-hash
-    powers hash as the feature definition says."""
+    powers, and a text longer than the cached power tables, hash as the feature definition
+    says."""
     assert simhash_text(text) == simhash_of_features(simhash_features(text))
 
 
