@@ -132,7 +132,7 @@ _WORD_P_INVERSES = np.array(
 )
 _WORD_P_BLOCK = pow(_WORD_P, _BLOCK, 1 << 64)
 _WORD_P_INVERSE_BLOCK = pow(_WORD_P_INVERSE, _BLOCK, 1 << 64)
-#: Power tables up to 2**18 entries (4 MiB each) are kept between calls: 8 MiB at most.
+#: Power tables of up to 2**18 entries (2 MiB an array) are kept between calls: 8 MiB in all.
 _CACHED_POWERS_EXPONENT = 18
 
 
