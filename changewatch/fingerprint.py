@@ -605,8 +605,13 @@ def normalise_text(text: str) -> str:
         return text.lower()  # ASCII is already NFKC and case-folds to lower case
     changed = False
     if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
-        changed = True
+        # NFKC decomposes each character fully before composing, so a character replaced by
+        # its full decomposition normalises alike; U+2026 "…" (NFKD "...") is the commonest
+        # reason web text is not NFKC, and str.replace is much cheaper than normalize.
+        text = text.replace("\u2026", "...")
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+            changed = True
     text = text.casefold()  # never makes whitespace (a unit test checks every code point)
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)

@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+import unicodedata
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,15 @@ def test_casefold_never_makes_whitespace() -> None:
         if not chr(code).isspace() and any(c.isspace() for c in chr(code).casefold())
     ]
     assert made == []
+
+
+def test_normalise_text_ellipsis_as_nfkc_says() -> None:
+    """normalise_text's "…" shortcut is NFKC's own decomposition of U+2026, beside other
+    compatibility characters and combining marks."""
+    assert unicodedata.normalize("NFKD", "\u2026") == "..."
+    for text in ["wait\u2026", "a\u2026\u0301 ﬁ\u2026", "\u2026\u00a8x", "Ｆｕｌｌ\u2026\u2122"]:
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        assert normalise_text(text) == " ".join(folded.split())
 
 
 def test_fingerprint_str_and_utf8_bytes_agree() -> None:
