@@ -491,7 +491,8 @@ def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
     root = tree.root
     if rules.main is not None:
         root = tree.css_first(rules.main) or root
-    return root.text(separator=" ") if root is not None else ""
+    # Whitespace-only text nodes (indentation) add nothing once whitespace is collapsed.
+    return root.text(separator=" ", skip_empty=True) if root is not None else ""
 
 
 def _page_level(headers: list[Any]) -> list[Any]:
