@@ -419,13 +419,12 @@ def _nesting_bound(text: str | bytes) -> int:
     if isinstance(text, str):
         if text.count("<") <= DEFAULT_MAX_NESTING:
             return 0
-        data = text.encode("utf-8", "surrogatepass")
-    elif text.count(b"<") <= DEFAULT_MAX_NESTING:
+        text = text.encode("utf-8", "surrogatepass")
+    array = np.frombuffer(text, dtype=np.uint8)
+    opening = array == 0x3C  # counted by numpy: several times faster than bytes.count
+    if np.count_nonzero(opening) <= DEFAULT_MAX_NESTING:
         return 0
-    else:
-        data = text
-    array = np.frombuffer(data, dtype=np.uint8)
-    after = array[np.flatnonzero(array[:-1] == 0x3C) + 1]
+    after = array[np.flatnonzero(opening[:-1]) + 1]
     folded = after | 0x20
     steps = ((folded >= 0x61) & (folded <= 0x7A)).astype(np.int32) - (after == 0x2F)
     return int(np.cumsum(steps).max()) if steps.size else 0
