@@ -154,7 +154,7 @@ def main() -> None:
         f"- fingerprint rate is {parse_alone / whole:.0%} of the parse-alone rate (target ≥ 70%)",
         f"- the floor (parse + drop + text + raw SHA-256) alone runs at "
         f"{parse_alone / rows['floor: parse + drop + text + raw sha256']:.0%} of the parse-alone "
-        f"rate; normalising, the content SHA-256 and SimHash take "
+        f"rate; the rest (UTF-8 check, normalising, content SHA-256, SimHash) takes "
         f"{(whole - rows['floor: parse + drop + text + raw sha256']) / whole:.0%} of "
         "fingerprint's time",
     ]
