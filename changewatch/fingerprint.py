@@ -199,9 +199,22 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
     """
     if isinstance(html, str):
         return html
+    encoding, skip = _sniff_encoding(html, content_type)
+    if skip:
+        return html[skip:].decode(encoding or "utf-8", "replace")
+    try:
+        return html.decode(encoding or "utf-8", "replace")
+    except (LookupError, UnicodeError):
+        # A label naming a codec that is not a text encoding (base64, rot13, undefined, idna…).
+        return html.decode("utf-8", "replace")
+
+
+def _sniff_encoding(html: bytes, content_type: str | None) -> tuple[str | None, int]:
+    """The codec :func:`decode_html` reads ``html`` with (None: UTF-8) and the length of the
+    byte order mark it skips."""
     for bom, bom_encoding in _BOMS:
         if html.startswith(bom):
-            return html[len(bom) :].decode(bom_encoding, "replace")
+            return bom_encoding, len(bom)
     encoding: str | None = None
     if content_type:
         match = _HEADER_CHARSET_RE.search(content_type)
@@ -211,11 +224,37 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
         match_bytes = _META_CHARSET_RE.search(html, 0, 1024)
         if match_bytes:
             encoding = _codec(match_bytes.group(1).decode("ascii", "replace"), meta=True)
-    try:
-        return html.decode(encoding or "utf-8", "replace")
-    except (LookupError, UnicodeError):
-        # A label naming a codec that is not a text encoding (base64, rot13, undefined, idna…).
-        return html.decode("utf-8", "replace")
+    return encoding, 0
+
+
+def _utf8_source(html: str | bytes, content_type: str | None) -> bytes | None:
+    """The UTF-8 bytes of ``decode_html(html, content_type)`` when they can be had without
+    decoding: ``html`` itself (less its BOM) for valid UTF-8 bytes read as UTF-8, or a ``str``
+    without lone surrogates, encoded. Else None.
+
+    selectolax parses bytes as UTF-8 and encodes a ``str`` to UTF-8 first, so handing it these
+    bytes builds the same tree without the decode and re-encode. Invalid UTF-8 is not handed
+    over: lexbor's replacement of bad sequences differs from Python's ``"replace"`` (it drops
+    a NUL inside a sequence before decoding it).
+
+    >>> _utf8_source(b"\\xef\\xbb\\xbf<p>caf\\xc3\\xa9", None), _utf8_source(b"caf\\xe9", None)
+    (b'<p>caf\\xc3\\xa9', None)
+    """
+    if isinstance(html, str):
+        try:
+            return html.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    encoding, skip = _sniff_encoding(html, content_type)
+    if encoding not in (None, "utf-8"):
+        return None
+    body = html[skip:] if skip else html
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return body
 
 
 def _codec(label: str, *, meta: bool = False) -> str | None:
@@ -257,6 +296,7 @@ class FingerprintPolicy:
     boilerplate: bool = False
     hosts: Mapping[str, FingerprintPolicy] = field(default_factory=dict)
     _volatile_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _strip_selector: str = field(init=False, repr=False, compare=False)
     _drop_selector: str | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -289,7 +329,14 @@ class FingerprintPolicy:
                 ) from None
         joined = "|".join(f"(?:{p})" for p in self.volatile)
         object.__setattr__(self, "_volatile_re", re.compile(joined) if joined else None)
-        drop = ", ".join((HIDDEN_SELECTOR, *self.ignore))
+        # Dropped tags first, in one query; then the hidden and ignored elements of what is
+        # left, as ignored selectors may be structural (":first-child", "a + b"). With no
+        # ignored selectors the hidden ones (attributes and types only, so the same either
+        # way) join the first query, and one tree walk finds everything.
+        tags = (*DROPPED_TAGS, *BOILERPLATE_TAGS) if self.boilerplate else DROPPED_TAGS
+        strip = ", ".join((*tags, *(() if self.ignore else (HIDDEN_SELECTOR,))))
+        drop = ", ".join((HIDDEN_SELECTOR, *self.ignore)) if self.ignore else None
+        object.__setattr__(self, "_strip_selector", strip)
         object.__setattr__(self, "_drop_selector", drop)
         if not isinstance(self.hosts, Mapping):
             raise ConfigError("fingerprint policy: hosts must map host names to policies")
@@ -369,11 +416,15 @@ def _nesting_bound(text: str | bytes) -> int:
     Void and unclosed elements count as open, so it over-estimates real pages; it is only
     computed for pages with more than :data:`DEFAULT_MAX_NESTING` ``<`` characters.
     """
-    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    if data.count(b"<") <= DEFAULT_MAX_NESTING:
+    if isinstance(text, str):
+        if text.count("<") <= DEFAULT_MAX_NESTING:
+            return 0
+        text = text.encode("utf-8", "surrogatepass")
+    array = np.frombuffer(text, dtype=np.uint8)
+    opening = array == 0x3C  # counted by numpy: several times faster than bytes.count
+    if np.count_nonzero(opening) <= DEFAULT_MAX_NESTING:
         return 0
-    array = np.frombuffer(data, dtype=np.uint8)
-    after = array[np.flatnonzero(array[:-1] == 0x3C) + 1]
+    after = array[np.flatnonzero(opening[:-1]) + 1]
     folded = after | 0x20
     steps = ((folded >= 0x61) & (folded <= 0x7A)).astype(np.int32) - (after == 0x2F)
     return int(np.cumsum(steps).max()) if steps.size else 0
@@ -414,20 +465,23 @@ def normalise(
     if is_binary(html, content_type):
         return ""
     rules = (policy or DEFAULT_POLICY).for_host(host)
-    decoded = decode_html(html, content_type)
-    if _nesting_bound(decoded) > DEFAULT_MAX_NESTING:
-        text = _fallback_text(decoded)
+    source: str | bytes | None = _utf8_source(html, content_type)
+    if source is None:
+        source = decode_html(html, content_type)
+    if _nesting_bound(source) > DEFAULT_MAX_NESTING:
+        text = _fallback_text(decode_html(html, content_type))
     else:
-        text = _visible_text(LexborHTMLParser(decoded), rules)
-    return strip_volatile(normalise_text(text), rules)
+        text = _visible_text(LexborHTMLParser(source), rules)
+    return _strip_volatile(normalise_text(text), rules, collapsed=True)
 
 
 def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
-    tree.strip_tags([*DROPPED_TAGS, *BOILERPLATE_TAGS] if rules.boilerplate else [*DROPPED_TAGS])
-    assert rules._drop_selector is not None
     # Reverse document order: a descendant is destroyed before the ancestor that holds it.
-    for node in reversed(tree.css(rules._drop_selector)):
+    for node in reversed(tree.css(rules._strip_selector)):
         node.decompose()
+    if rules._drop_selector is not None:
+        for node in reversed(tree.css(rules._drop_selector)):
+            node.decompose()
     if rules.boilerplate:
         headers = tree.css("header")
         if headers:
@@ -436,7 +490,8 @@ def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
     root = tree.root
     if rules.main is not None:
         root = tree.css_first(rules.main) or root
-    return root.text(separator=" ") if root is not None else ""
+    # Whitespace-only text nodes (indentation) add nothing once whitespace is collapsed.
+    return root.text(separator=" ", skip_empty=True) if root is not None else ""
 
 
 def _page_level(headers: list[Any]) -> list[Any]:
@@ -471,7 +526,12 @@ def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
     >>> strip_volatile("generated at 2026-03-01t12:00:00z by node-7, updated 5 minutes ago")
     'generated at by node-7, updated'
     """
-    policy = policy or DEFAULT_POLICY
+    return _strip_volatile(text, policy or DEFAULT_POLICY, collapsed=False)
+
+
+def _strip_volatile(text: str, policy: FingerprintPolicy, *, collapsed: bool) -> str:
+    """:func:`strip_volatile`; ``collapsed``: ``text`` has no whitespace but single inner
+    spaces (as :func:`normalise_text` returns), so the result needs no collapsing pass."""
     pattern = policy._volatile_re
     if pattern is None:
         return text
@@ -498,6 +558,9 @@ def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
         pieces.append(_strip_to_fixed_point(text[start:end], pattern))
         last = end
     pieces.append(text[last:])
+    if collapsed:
+        # Each piece is collapsed inside, and pieces meet at spaces: strip and join them.
+        return " ".join(piece for piece in map(str.strip, pieces) if piece)
     return " ".join(" ".join(pieces).split())
 
 
@@ -540,13 +603,21 @@ def normalise_text(text: str) -> str:
     text = " ".join(text.split())
     if text.isascii():
         return text.lower()  # ASCII is already NFKC and case-folds to lower case
+    changed = False
+    if not unicodedata.is_normalized("NFKC", text):
+        # NFKC decomposes each character fully before composing, so a character replaced by
+        # its full decomposition normalises alike; U+2026 "…" (NFKD "...") is the commonest
+        # reason web text is not NFKC, and str.replace is much cheaper than normalize.
+        text = text.replace("\u2026", "...")
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+            changed = True
+    text = text.casefold()  # never makes whitespace (a unit test checks every code point)
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
-    text = text.casefold()
-    if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
+        changed = True
     # NFKC can turn a character into a space sequence (U+00A8 → " ̈"): collapse again.
-    return " ".join(text.split())
+    return " ".join(text.split()) if changed else text
 
 
 def content_sha256(text: str) -> bytes:

@@ -8,7 +8,7 @@ shingle's hash combines its words' hashes (:func:`feature_hash`) — stable acro
 unlike ``hash()``. The result equals ``simhash.Simhash(features, hashfunc=feature_hash).value``
 for the same weighted features (a unit test pins it), but :func:`simhash` computes it in numpy:
 every word of a page hashed in a handful of array operations, shingles combined as arrays, the
-weighted bit sums one matrix product. Weights are capped because the ``simhash`` package
+weighted bit sums read off per-byte value counts. Weights are capped because the ``simhash`` package
 overflows ``uint8`` for weights above 255 under numpy 2 (upstream issue 1e0ng/simhash#74).
 """
 
@@ -112,17 +112,57 @@ def _word_hashes(text: str) -> np.ndarray:
     edges = np.flatnonzero(padded[1:] != padded[:-1])  # word starts and ends, alternating
     if len(edges) == 0:
         return np.empty(0, dtype=np.uint64)
-    starts = edges[0::2]
-    lengths = edges[1::2] - starts
-    offsets = np.zeros(len(lengths), dtype=np.intp)
-    np.cumsum(lengths[:-1], out=offsets[1:])
-    # Position of each word character inside its word, then Σ code·P**position per word.
-    position = np.arange(int(offsets[-1] + lengths[-1])) - np.repeat(offsets, lengths)
-    powers = np.ones(int(lengths.max()), dtype=np.uint64)
+    starts, ends = edges[0::2], edges[1::2]
+    powers, inverses = _word_p_powers(len(codes))
     with np.errstate(over="ignore"):
-        np.cumprod(np.full(len(powers) - 1, _WORD_P, dtype=np.uint64), out=powers[1:])
-        terms = codes[mask].astype(np.uint64) * powers[position]
-        return _fmix64_array(np.add.reduceat(terms, offsets))  # type: ignore[no-any-return]
+        # Σ code·P**position over a word is (prefix[end] − prefix[start])·P**−start, where
+        # prefix sums code·P**index over the whole text: P is odd, so P**−1 mod 2**64 exists.
+        prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
+        np.cumsum(codes * powers[: len(codes)], out=prefix[1:])
+        sums = (prefix[ends] - prefix[starts]) * inverses[starts]
+        return _fmix64_array(sums)  # type: ignore[no-any-return]
+
+
+_BLOCK = 256
+_WORD_P_INVERSE = pow(_WORD_P, -1, 1 << 64)
+#: P**i and P**−i mod 2**64 for i < _BLOCK; P**(_BLOCK·k) and P**−(_BLOCK·k) by _block_powers.
+_WORD_P_POWERS = np.array([pow(_WORD_P, i, 1 << 64) for i in range(_BLOCK)], dtype=np.uint64)
+_WORD_P_INVERSES = np.array(
+    [pow(_WORD_P_INVERSE, i, 1 << 64) for i in range(_BLOCK)], dtype=np.uint64
+)
+_WORD_P_BLOCK = pow(_WORD_P, _BLOCK, 1 << 64)
+_WORD_P_INVERSE_BLOCK = pow(_WORD_P_INVERSE, _BLOCK, 1 << 64)
+#: Power tables of up to 2**18 entries (2 MiB an array) are kept between calls: 8 MiB in all.
+_CACHED_POWERS_EXPONENT = 18
+
+
+def _word_p_powers(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """P**i and P**−i mod 2**64 for i < at least ``count``, as uint64 arrays."""
+    exponent = max(8, (count - 1).bit_length())
+    if exponent <= _CACHED_POWERS_EXPONENT:
+        return _cached_word_p_powers(exponent)
+    return _power_tables(exponent)
+
+
+@functools.cache
+def _cached_word_p_powers(exponent: int) -> tuple[np.ndarray, np.ndarray]:
+    return _power_tables(exponent)
+
+
+def _power_tables(exponent: int) -> tuple[np.ndarray, np.ndarray]:
+    blocks = (1 << exponent) // _BLOCK
+    powers = (_block_powers(_WORD_P_BLOCK, blocks)[:, None] * _WORD_P_POWERS).ravel()
+    inverses = (_block_powers(_WORD_P_INVERSE_BLOCK, blocks)[:, None] * _WORD_P_INVERSES).ravel()
+    powers.flags.writeable = inverses.flags.writeable = False
+    return powers, inverses
+
+
+def _block_powers(base: int, count: int) -> np.ndarray:
+    """``base**k`` mod 2**64 for k < ``count``, as uint64."""
+    powers = np.ones(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.cumprod(np.full(count - 1, base, dtype=np.uint64), out=powers[1:])
+    return powers
 
 
 def _rotl(value: int, shift: int) -> int:
@@ -173,7 +213,8 @@ def simhash(text: str) -> int:
     Equal to ``simhash_of_features(simhash_features(text))``, computed without building the
     shingle strings: every word is hashed in numpy (:func:`_word_hashes`), shingle hashes
     are combined in numpy (:func:`feature_hash` is the scalar definition), identical
-    shingles are counted, and the weighted bit sums are one matrix product.
+    shingles are counted only when one may pass :data:`MAX_FEATURE_WEIGHT`, and the weighted
+    bit sums come from per-byte value counts (:func:`_bit_sums`).
 
     >>> simhash("") == 0
     True
@@ -186,8 +227,37 @@ def simhash(text: str) -> int:
             hashes = _fmix64_array(hashes[:-1] * np.uint64(_GOLDEN) ^ _rotl_array(hashes[1:], 21))
     else:
         hashes = _fmix64_array(hashes)
-    unique, counts = np.unique(hashes, return_counts=True)
-    return _weighted_simhash(unique, np.minimum(counts, MAX_FEATURE_WEIGHT))
+    if len(hashes) <= MAX_FEATURE_WEIGHT or _bucket_counts(hashes).max() <= MAX_FEATURE_WEIGHT:
+        # No shingle occurs more often than the cap, so every occurrence weighs 1.
+        sums, total = _bit_sums(hashes), len(hashes)
+    else:
+        unique, counts = np.unique(hashes, return_counts=True)
+        weights = np.minimum(counts, MAX_FEATURE_WEIGHT)
+        sums, total = _bit_sums(unique, weights), int(weights.sum())
+    return int.from_bytes(np.packbits(sums * 2 > total).tobytes(), "big")
+
+
+def _bucket_counts(hashes: np.ndarray) -> np.ndarray:
+    """Occurrences per value of the low 12 bits: an upper bound on each hash's count."""
+    return np.bincount((hashes & np.uint64(0xFFF)).astype(np.intp), minlength=4096)
+
+
+#: Bit k (most significant first) of each byte value, as a 256 × 8 matrix.
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(7, -1, -1)) & 1).astype(np.float64)
+#: Where the counts of each byte of a uint64, in memory order, go: most significant first.
+_BYTE_OFFSETS = 256 * np.arange(7, -1, -1) if np.little_endian else 256 * np.arange(8)
+
+
+def _bit_sums(hashes: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """For each of the 64 bits (most significant first), the weight of the hashes that have it.
+
+    One weighted count of each byte's values per byte position, times the bits of those
+    values: exact integers (float64 sums of weights ≤ 255 stay below 2**53).
+    """
+    index = np.ascontiguousarray(hashes, dtype=np.uint64).view(np.uint8).reshape(-1, 8)
+    repeated = None if weights is None else np.repeat(weights.astype(np.float64), 8)
+    counts = np.bincount((index + _BYTE_OFFSETS).ravel(), weights=repeated, minlength=8 * 256)
+    return (counts.reshape(8, 256).astype(np.float64) @ _BYTE_BITS).ravel()
 
 
 def _weighted_simhash(hashes: np.ndarray, weights: np.ndarray) -> int:

@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+import unicodedata
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,27 @@ def test_normalise_uses_charset_hints() -> None:
 # --- fingerprint ----------------------------------------------------------------------------
 
 
+def test_casefold_never_makes_whitespace() -> None:
+    """No code point case-folds to whitespace unless it is whitespace, and " " folds to
+    itself — so normalise_text need not collapse whitespace again after case folding."""
+    assert " ".casefold() == " "
+    made = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if not chr(code).isspace() and any(c.isspace() for c in chr(code).casefold())
+    ]
+    assert made == []
+
+
+def test_normalise_text_ellipsis_as_nfkc_says() -> None:
+    """normalise_text's "…" shortcut is NFKC's own decomposition of U+2026, beside other
+    compatibility characters and combining marks."""
+    assert unicodedata.normalize("NFKD", "\u2026") == "..."
+    for text in ["wait\u2026", "a\u2026\u0301 ﬁ\u2026", "\u2026\u00a8x", "Ｆｕｌｌ\u2026\u2122"]:
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        assert normalise_text(text) == " ".join(folded.split())
+
+
 def test_fingerprint_str_and_utf8_bytes_agree() -> None:
     """The same page as str or as UTF-8 bytes has the same hashes (raw included)."""
     page = "<html><title>Tëst</title><p>Some text – with “quotes” and ☃ snowmen.</p></html>"
@@ -402,6 +424,33 @@ def test_simhash_feature_weight_capped() -> None:
     features = simhash_features("a b c " * 1000)
     assert features["a b"] == MAX_FEATURE_WEIGHT == 255
     assert max(features.values()) == 255
+
+
+@pytest.mark.parametrize("repeats", [1, 254, 255, 256, 257, 1000])
+@pytest.mark.parametrize("distinct", [0, 3, 300, 5000])
+def test_vectorised_simhash_weights_around_the_cap(repeats: int, distinct: int) -> None:
+    """simhash(text) equals the feature definition when a shingle repeats up to, at and past
+    MAX_FEATURE_WEIGHT times, beside few or many distinct shingles (both counting paths)."""
+    text = "a b " * repeats + " ".join(f"w{i}" for i in range(distinct))
+    assert simhash_text(text) == simhash_of_features(simhash_features(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 1000,
+        "ab " * 200 + "y" * 700 + " z",
+        " " * 255 + "w" + " é" * 300 + " " + "\U0001d400" * 513,
+        " ".join("w" * n for n in range(1, 90)),
+        " ".join(f"w{i}" for i in range(40_000)),
+    ],
+    ids=["one-long-word", "long-word-mid-text", "astral-past-blocks", "many-lengths", "long"],
+)
+def test_vectorised_simhash_long_words_and_texts(text: str) -> None:
+    """Words longer than, and word starts past, the 256-character blocks of the word-hash
+    powers, and a text longer than the cached power tables, hash as the feature definition
+    says."""
+    assert simhash_text(text) == simhash_of_features(simhash_features(text))
 
 
 def test_simhash_equals_simhash_package_on_corpus(
@@ -742,6 +791,15 @@ def test_policy_ignore_and_main_selectors() -> None:
     assert normalise(page, policy=FingerprintPolicy(main="#missing")) == "buy now story x"
 
 
+def test_policy_structural_ignore_sees_the_tree_without_dropped_tags_with_hidden() -> None:
+    """Ignored selectors match the tree left after dropped tags go, hidden elements still in."""
+    first = FingerprintPolicy(ignore=("p:first-child",))
+    assert normalise("<div><script>x</script><p>one</p><p>two</p></div>", policy=first) == "two"
+    assert normalise("<div><p hidden>a</p><p>b</p></div>", policy=first) == "b"
+    after_svg = FingerprintPolicy(ignore=("svg + p",))
+    assert normalise("<div><svg></svg><p>one</p><p>two</p></div>", policy=after_svg) == "one two"
+
+
 def test_policy_per_host() -> None:
     """Host entries apply to their host ('.domain': and its subdomains) and nowhere else."""
     policy = FingerprintPolicy(
@@ -882,6 +940,56 @@ def test_bad_input_nul_bytes() -> None:
 def test_bad_input_invalid_utf8() -> None:
     """Invalid UTF-8 becomes U+FFFD (case-folded text keeps it); no exception."""
     assert normalise(b"<p>caf\xe9 \xff ok</p>") == "caf\ufffd \ufffd ok"
+
+
+def test_bad_input_invalid_utf8_read_as_python_replaces_it() -> None:
+    """Invalid UTF-8 reads as Python's "replace" decoding, also where lexbor would differ
+    (a NUL inside a multi-byte sequence), and UTF-8 bytes, BOM or not, read as their text."""
+    page = b"<p>a\xc3\x00\x80b \xe2\x82\x00\xac</p>"
+    assert normalise(page) == "a\ufffd\ufffdb \ufffd\ufffd"
+    assert normalise(page) == normalise(page.decode("utf-8", "replace"))
+    text = "<p>Grüße 12:00</p>"
+    for body in (text.encode(), codecs.BOM_UTF8 + text.encode()):
+        assert fingerprint(body).content_sha256 == fingerprint(text).content_sha256
+
+
+@pytest.mark.parametrize(
+    ("page", "golden"),
+    [
+        (
+            codecs.BOM_UTF8 + "<p>Grüße 12:00</p>".encode(),
+            (
+                "b6b51f9e4900e71b84183ae19d55ba6db3791bfc8f29dbfc1c465d72584c1c14",
+                16645051477851956237,
+                6,
+            ),
+        ),
+        (
+            b"<p>a\xc3\x00\x80b \xe2\x82\x00\xac</p>",
+            (
+                "2d6c41d4bc89cb946c2ab08ff6c3132b48edaeb9c7e8525815b088614df5e687",
+                2122198374514065678,
+                7,
+            ),
+        ),
+        (
+            b'<meta charset="windows-1252"><p>caf\xe9 \x93q\x94</p>',
+            (
+                "c779f64ffbb655a5ad6a2f68fbbe2ce58c7a911a449e483e515913c44a1fab29",
+                3121265225674326134,
+                8,
+            ),
+        ),
+    ],
+    ids=["utf8-bom", "invalid-utf8-nul", "meta-windows-1252"],
+)
+def test_fingerprint_golden_vectors_of_byte_pages(
+    page: bytes, golden: tuple[str, int, int]
+) -> None:
+    """content_sha256, simhash and text_length of fixed byte pages (BOM, bad UTF-8, a legacy
+    charset) are pinned."""
+    fp = fingerprint(page)
+    assert (fp.content_sha256.hex(), fp.simhash, fp.text_length) == golden
 
 
 def test_bad_input_utf16_with_bom() -> None:
@@ -1128,3 +1236,19 @@ def test_windowed_volatile_search_equals_the_whole_text_search(parts: list[str])
     assert pattern is not None
     expected = fingerprint_module._strip_to_fixed_point(text, pattern)
     assert fingerprint_module.strip_volatile(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_VOLATILE_FRAGMENTS), st.text(min_size=1, max_size=120)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_volatile_search_on_collapsed_text_equals_the_public_one(parts: list[str]) -> None:
+    """On normalise_text output, normalise's strip (no final collapsing pass) returns what
+    strip_volatile returns."""
+    text = normalise_text(" ".join(parts))
+    policy = fingerprint_module.DEFAULT_POLICY
+    assert fingerprint_module._strip_volatile(text, policy, collapsed=True) == strip_volatile(text)
