@@ -476,22 +476,31 @@ def normalise(
 
 
 def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
-    # Reverse document order: a descendant is destroyed before the ancestor that holds it.
-    for node in reversed(tree.css(rules._strip_selector)):
-        node.decompose()
-    if rules._drop_selector is not None:
-        for node in reversed(tree.css(rules._drop_selector)):
-            node.decompose()
+    root = tree.root
+    top = None if root is None else root.mem_id
+    if not _drop(tree.css(rules._strip_selector), top):
+        return ""  # <html hidden>, <html aria-hidden="true">: nothing on the page is shown
+    if rules._drop_selector is not None and not _drop(tree.css(rules._drop_selector), top):
+        return ""  # a policy that ignores the root element (ignore = ["html"]) keeps nothing
     if rules.boilerplate:
         headers = tree.css("header")
         if headers:
-            for node in reversed(_page_level(headers)):
-                node.decompose()
-    root = tree.root
+            _drop(_page_level(headers), top)
     if rules.main is not None:
         root = tree.css_first(rules.main) or root
     # Whitespace-only text nodes (indentation) add nothing once whitespace is collapsed.
     return root.text(separator=" ", skip_empty=True) if root is not None else ""
+
+
+def _drop(nodes: list[Any], top: int | None) -> bool:
+    """Remove ``nodes`` from the tree, last first (a descendant goes before the ancestor
+    holding it); ``False``, removing nothing, if the root element (``mem_id`` ``top``) is
+    among them: lexbor refuses to remove it, and all of the page would go."""
+    if top is not None and any(node.mem_id == top for node in nodes):
+        return False
+    for node in reversed(nodes):
+        node.decompose()
+    return True
 
 
 def _page_level(headers: list[Any]) -> list[Any]:

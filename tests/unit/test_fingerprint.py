@@ -1252,3 +1252,38 @@ def test_volatile_search_on_collapsed_text_equals_the_public_one(parts: list[str
     text = normalise_text(" ".join(parts))
     policy = fingerprint_module.DEFAULT_POLICY
     assert fingerprint_module._strip_volatile(text, policy, collapsed=True) == strip_volatile(text)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        b"<html hidden><body><p>secret</p></body></html>",
+        b'<html aria-hidden="true"><p>secret</p>',
+        b"<!doctype html><HTML HIDDEN><p>secret",
+    ],
+)
+def test_a_hidden_root_element_leaves_no_text(page: bytes) -> None:
+    """lexbor refuses to remove the root element; a page whose <html> is hidden shows
+    nothing, so its text is empty (it used to raise SelectolaxError)."""
+    assert normalise(page) == ""
+    fp = fingerprint(page)
+    assert (fp.text_length, fp.binary) == (0, False)
+    assert fp.content_sha256 == fingerprint(b"<html><body></body></html>").content_sha256
+
+
+def test_a_policy_ignoring_the_root_element_keeps_nothing() -> None:
+    policy = FingerprintPolicy(ignore=("html",))
+    assert normalise("<p>one</p><p>two</p>", policy=policy) == ""
+    assert normalise("<p>one</p>", policy=FingerprintPolicy(ignore=("body",))) == ""
+    assert normalise("<p>one</p><p class=x>two</p>", policy=FingerprintPolicy(ignore=(".x",))) == (
+        "one"
+    )
+
+
+def test_should_parse_takes_a_page_with_a_hidden_root(tmp_path: Path) -> None:
+    from changewatch import ChangeWatch
+
+    with ChangeWatch(database_url=f"sqlite:///{tmp_path / 'h.db'}", seen_url="memory:") as watch:
+        first = watch.should_parse("https://example.com/h", b"<html hidden><p>a</p></html>")
+        again = watch.should_parse("https://example.com/h", b"<html hidden><p>b</p></html>")
+    assert (first.kind, again.kind) == ("new", "unchanged")
