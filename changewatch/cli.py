@@ -350,25 +350,89 @@ def db_current(options: _Options) -> None:
     "-f",
     "body",
     type=click.File("rb"),
-    required=True,
-    help="The fetched page body; - reads standard input.",
+    help="The fetched page body; - reads standard input (none with --status 304).",
 )
 @click.option("--content-type", metavar="CT", help="The HTTP Content-Type (for its charset).")
+@click.option(
+    "--status",
+    type=int,
+    default=200,
+    show_default=True,
+    help="The HTTP status of the fetch: 2xx, or 304 (Not Modified, no body).",
+)
+@click.option(
+    "--header",
+    "-H",
+    "header_lines",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="A response header (repeatable): ETag and Last-Modified are kept for the next "
+    "conditional GET; Content-Type gives the charset.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_obj
 def check(
-    options: _Options, url: str, body: IO[bytes], content_type: str | None, as_json: bool
+    options: _Options,
+    url: str,
+    body: IO[bytes] | None,
+    content_type: str | None,
+    status: int,
+    header_lines: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Decide whether the page at URL, with the body in --file, needs parsing; record it."""
+    headers = _parse_headers(header_lines)
+    if body is None and status != 304:
+        raise click.UsageError("--file is required (only a --status 304 answer has no body)")
+    if content_type is None:
+        content_type = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
     canonicalise(url, options.settings().canon_policy)  # a bad URL fails before any store opens
-    html = body.read()
+    html = None if body is None else body.read()
     with options.watch() as watch:
-        decision = watch.should_parse(url, html, content_type=content_type)
+        decision = watch.should_parse(
+            url, html, headers=headers, status=status, content_type=content_type
+        )
     data = _decision_json(decision)
     if as_json:
         _echo_json(data)
     else:
         _console().print(_fields_table(data, "decision"))
+
+
+def _parse_headers(lines: Sequence[str]) -> dict[str, str]:
+    """``NAME: VALUE`` lines as a mapping (a later repeat wins); a malformed one is refused.
+
+    >>> _parse_headers(['ETag: "v1"', "last-modified:Tue, 01 Dec 2026 10:00:00 GMT"])
+    {'ETag': '"v1"', 'last-modified': 'Tue, 01 Dec 2026 10:00:00 GMT'}
+    """
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        name = name.strip()
+        if not colon or not name or any(c.isspace() for c in name):
+            raise click.BadParameter(f"{line!r} is not 'NAME: VALUE'", param_hint="--header")
+        headers[name] = value.strip()
+    return headers
+
+
+@main.command()
+@click.argument("url")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead.")
+@click.pass_obj
+def conditional(options: _Options, url: str, as_json: bool) -> None:
+    """Print the If-None-Match / If-Modified-Since headers for the next fetch of URL.
+
+    One 'Name: value' line each (for curl -H), from the validators stored with its last
+    fetch; nothing for a page never stored or stored without validators.
+    """
+    canonicalise(url, options.settings().canon_policy)
+    with options.watch() as watch:
+        headers = watch.conditional_headers(url)
+    if as_json:
+        _echo_json(headers)
+    else:
+        for name, value in headers.items():
+            click.echo(f"{name}: {value}")
 
 
 @main.command()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ._cli import Run
+from ._cli import Run, assert_clean_error
 
 URL = "https://example.com/guide?utm_source=newsletter"
 CANONICAL = "https://example.com/guide"
@@ -186,3 +186,47 @@ def test_check_applies_the_fingerprint_policy_and_flip_window(run: Run, tmp_path
     bad = run("check", URL, "--file", str(first), CHANGEWATCH_FLIP_WINDOW="-1")
     assert bad.returncode == 1
     assert "CHANGEWATCH_FLIP_WINDOW" in bad.stderr
+
+
+def test_check_keeps_validators_and_conditional_prints_them(run: Run, tmp_path: Path) -> None:
+    """--header ETag/Last-Modified are stored; `conditional` prints the next request's
+    headers (curl -H lines, or JSON); a later --status 304 is recorded as unchanged."""
+    page = _page(tmp_path, "a.html", ARTICLE)
+    first = _json(
+        run(
+            "check", URL, "--file", str(page), "--json",
+            "-H", 'ETag: "v1"', "--header", "Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT",
+            "-H", "Content-Type: text/html; charset=utf-8",
+        )
+    )  # fmt: skip
+    assert first["kind"] == "new"
+    lines = run("conditional", URL)
+    assert lines.returncode == 0, lines.stderr
+    assert lines.stdout.splitlines() == [
+        'If-None-Match: "v1"',
+        "If-Modified-Since: Tue, 01 Dec 2026 10:00:00 GMT",
+    ]
+    assert _json(run("conditional", URL, "--json")) == {
+        "If-None-Match": '"v1"',
+        "If-Modified-Since": "Tue, 01 Dec 2026 10:00:00 GMT",
+    }
+    not_modified = _json(run("check", URL, "--status", "304", "--json"))
+    assert (not_modified["kind"], not_modified["path"]) == ("unchanged", "not-modified")
+    never = run("conditional", "https://example.com/never-fetched")
+    assert (never.returncode, never.stdout) == (0, "")
+
+
+def test_check_refuses_bad_statuses_and_headers(run: Run, tmp_path: Path) -> None:
+    page = _page(tmp_path, "a.html", ARTICLE)
+    not_found = run("check", URL, "--file", str(page), "--status", "404")
+    assert_clean_error(not_found)
+    assert "404" in not_found.stderr
+    never = run("check", "https://example.com/never-fetched", "--status", "304")
+    assert_clean_error(never)
+    no_body = run("check", URL)
+    assert no_body.returncode == 2
+    assert "--file is required" in no_body.stderr
+    bad = run("check", URL, "--file", str(page), "-H", "no colon here")
+    assert bad.returncode == 2
+    assert "'no colon here' is not 'NAME: VALUE'" in bad.stderr
+    assert _json(run("history", URL, "--json")) == []  # nothing was recorded
