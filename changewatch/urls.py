@@ -142,9 +142,9 @@ _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 #: scheme's default, the host's length and that no label is punycode (``xn--``, validated).
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _SIMPLE_URL = re.compile(
-    rf"(https?)://((?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*|{_OCTET}(?:\.{_OCTET}){{3}})"
+    rf"(https?)://((?:[a-z0-9-]++\.)*+[a-z][a-z0-9-]*+|{_OCTET}(?:\.{_OCTET}){{3}})"
     r"(?::([1-9][0-9]{0,4}))?"
-    r"(?:/(?!/|\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,=:@]*)+"
+    r"(?:/(?!/|\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,=:@]*+)++"
 )
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 # A percent-escape, or a character RFC 3986 does not allow literally in a path or query
@@ -413,7 +413,11 @@ def canonicalise(
     if len(url) > limit:
         raise InvalidURLError(url, f"longer than {limit} characters")
     # The common case, a URL already in canonical form, is recognised without parsing.
-    simple = None if policy.hosts else _SIMPLE_URL.fullmatch(url)
+    # (Most URLs that are not canonical hold a query: ruled out before trying the pattern.)
+    if policy.hosts or "?" in url or "#" in url or "%" in url:
+        simple = None
+    else:
+        simple = _SIMPLE_URL.fullmatch(url)
     if simple is not None:
         scheme, host, port = simple.groups()
         if (
