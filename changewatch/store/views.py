@@ -13,11 +13,13 @@ database's clock (``now()`` / ``datetime('now')``) at query time.
 from __future__ import annotations
 
 __all__ = [
+    "SCHEDULE_COLUMNS",
     "VIEW_COMMENTS",
     "VIEW_NAMES",
     "comment_statements",
     "create_statements",
     "drop_statements",
+    "page_latest_statement",
 ]
 
 #: Created in this order, dropped in the reverse.
@@ -74,7 +76,19 @@ WHERE v.version_no > 1
 """
 
 
-def _page_latest(d: str) -> str:
+#: Columns page_latest gained in migration 0006 (the recrawl-scheduling columns of 0005).
+SCHEDULE_COLUMNS = ("fetches_seeing_a_change", "changes_per_day", "due_at")
+
+
+def _page_latest(d: str, schedule: bool = True) -> str:
+    extra = (
+        """,
+    s.change_count AS fetches_seeing_a_change,
+    s.change_rate AS changes_per_day,
+    s.due_at AS due_at"""
+        if schedule
+        else ""
+    )
     return f"""
 CREATE VIEW page_latest AS
 SELECT
@@ -94,7 +108,7 @@ SELECT
     s.text_length AS text_length,
     s.fingerprint_version AS fingerprint_version,
     s.etag AS etag,
-    s.last_modified AS last_modified
+    s.last_modified AS last_modified{extra}
 FROM page_snapshots s
 """
 
@@ -203,10 +217,21 @@ _BUILDERS = {
 }
 
 
-def create_statements(dialect: str) -> list[str]:
+def create_statements(dialect: str, *, schedule: bool = True) -> list[str]:
     """``CREATE VIEW`` for every view, in :data:`VIEW_NAMES` order (``dialect``: sqlite or
-    postgresql)."""
-    return [_BUILDERS[name](dialect).strip() for name in VIEW_NAMES]
+    postgresql). ``schedule=False``: ``page_latest`` as migration 0004 made it, without
+    :data:`SCHEDULE_COLUMNS` (its columns did not exist before 0005)."""
+    return [
+        (
+            _page_latest(dialect, schedule) if name == "page_latest" else _BUILDERS[name](dialect)
+        ).strip()
+        for name in VIEW_NAMES
+    ]
+
+
+def page_latest_statement(dialect: str, *, schedule: bool = True) -> str:
+    """``CREATE VIEW page_latest`` alone (migration 0006 replaces it)."""
+    return _page_latest(dialect, schedule).strip()
 
 
 def drop_statements() -> list[str]:
@@ -254,6 +279,11 @@ VIEW_COMMENTS: dict[str, dict[str, str]] = {
         "fingerprint_version": "version of the normalisation and SimHash rules",
         "etag": "ETag of the latest response, if given",
         "last_modified": "Last-Modified of the latest response, if given",
+        "fetches_seeing_a_change": "fetches that saw a change (changed or minor): what the "
+        "change-rate estimate counts",
+        "changes_per_day": "estimated changes per day (Cho & Garcia-Molina), updated on every "
+        "fetch; NULL before a second fetch",
+        "due_at": "when the probability of a change since last_fetched reaches 0.5 (UTC)",
     },
     "host_activity": {
         "": "Per host: pages, fetches, changes ever and in the last 1/7/30 days (from now), "
@@ -292,11 +322,16 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def comment_statements() -> list[str]:
-    """``COMMENT ON VIEW`` / ``COMMENT ON COLUMN`` for every view (Postgres only)."""
+def comment_statements(*, schedule: bool = True, only: str | None = None) -> list[str]:
+    """``COMMENT ON VIEW`` / ``COMMENT ON COLUMN`` for every view, or the view ``only``
+    (Postgres only); ``schedule=False`` leaves out :data:`SCHEDULE_COLUMNS`."""
     out = []
     for view, comments in VIEW_COMMENTS.items():
+        if only is not None and view != only:
+            continue
         for column, text in comments.items():
+            if not schedule and view == "page_latest" and column in SCHEDULE_COLUMNS:
+                continue
             target = f"VIEW {view}" if not column else f"COLUMN {view}.{column}"
             out.append(f"COMMENT ON {target} IS {_quote(text)}")
     return out

@@ -61,10 +61,11 @@ def upgrade() -> None:
         for target, text in COMMENTS.items():
             if target not in _NEW_COLUMNS:
                 op.execute(f"COMMENT ON COLUMN {target} IS {_quote(text)}")
-    for statement in create_statements(dialect):
+    # page_latest as it was at 0004: its schedule columns come with 0006.
+    for statement in create_statements(dialect, schedule=False):
         op.execute(statement)
     if dialect == "postgresql":
-        for statement in comment_statements():
+        for statement in comment_statements(schedule=False):
             op.execute(statement)
 
 

@@ -141,6 +141,32 @@ def test_page_latest_is_the_current_state(watch: ChangeWatch, clock: Clock) -> N
     assert rows[STEADY].seconds_unchanged_at_last_fetch == pytest.approx(25 * 86400, abs=1)
 
 
+def test_page_latest_shows_the_change_rate_and_due_time(watch: ChangeWatch, clock: Clock) -> None:
+    """Migration 0006: the scheduling columns of page_snapshots, under analyst names."""
+    populate(watch, clock)
+    rows = {r.url_digest: r for r in _query(watch, "SELECT * FROM page_latest")}
+    with watch.store.engine.connect() as conn:
+        snaps = conn.execute(
+            sa.text("SELECT url_digest, change_count, change_rate, due_at FROM page_snapshots")
+        ).all()
+    assert len(snaps) == len(rows) == 5
+    for digest, change_count, change_rate, due_at in snaps:
+        row = rows[bytes(digest).hex()]
+        assert row.fetches_seeing_a_change == change_count
+        if change_rate is None:
+            assert row.changes_per_day is None
+        else:
+            assert float(row.changes_per_day) == pytest.approx(change_rate)
+        assert (row.due_at is None) == (due_at is None)
+    flip = next(r for r in rows.values() if r.url == FLIP)
+    assert flip.fetches_seeing_a_change == 3
+    assert flip.changes_per_day > 0
+    # "What is due now?" from the view alone.
+    due = _query(watch, "SELECT url FROM page_latest WHERE due_at IS NOT NULL ORDER BY due_at")
+    assert due
+    assert {r.url for r in due} <= {FLIP, MINOR, STEADY, ARTICLE, ABOUT}
+
+
 def test_host_activity_counts_windows_and_medians(watch: ChangeWatch, clock: Clock) -> None:
     populate(watch, clock)
     rows = {r.host: r._asdict() for r in _query(watch, "SELECT * FROM host_activity")}

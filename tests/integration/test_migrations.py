@@ -168,3 +168,25 @@ def test_opening_a_store_does_not_import_alembic(tmp_path: Path) -> None:
         + "assert 'alembic' not in sys.modules, 'alembic was imported'\n"
     )
     subprocess.run([sys.executable, "-c", check], check=True)
+
+
+def test_0006_adds_and_removes_the_page_latest_schedule_columns(
+    make_database_url: Callable[..., str],
+) -> None:
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+
+    def columns() -> list[str]:
+        return [c["name"] for c in sa.inspect(engine).get_columns("page_latest")]
+
+    try:
+        upgrade(engine)
+        assert columns()[-3:] == ["fetches_seeing_a_change", "changes_per_day", "due_at"]
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0005")
+        assert columns()[-1] == "last_modified"
+        assert "due_at" not in columns()
+        upgrade(engine)
+        assert columns()[-1] == "due_at"
+    finally:
+        engine.dispose()

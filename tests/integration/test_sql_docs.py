@@ -144,6 +144,13 @@ def _check_moving_average(rows: list[Any]) -> None:
     assert sum(r.changes for r in rows) == 4  # days -20, -5, -2 and -0.5
 
 
+def _check_due(rows: list[Any]) -> None:
+    # The history's clock is in the past: every page with an estimate is due by now.
+    assert rows, "no page is due"
+    assert [r.due_at for r in rows] == sorted(r.due_at for r in rows)
+    assert all(r.changes_per_day is not None for r in rows)
+
+
 CHECKS: dict[str, Callable[[list[Any]], None]] = {
     "changed_this_week_on_host": _check_changed_this_week,
     "most_volatile_pages": _check_volatile,
@@ -161,6 +168,7 @@ CHECKS: dict[str, Callable[[list[Any]], None]] = {
     "duplicate_content": _check_empty,
     "prune_preview": _check_empty,
     "daily_changes_moving_average": _check_moving_average,
+    "due_for_refetch": _check_due,
 }
 
 
