@@ -35,8 +35,8 @@ __all__ = [
     "to_micros",
 ]
 
-#: Largest host (stored pages) a run reads whole into memory: about 82 MB at 41 bytes a page.
-#: Bigger hosts are looked up in batches.
+#: Stored pages a reconcile run holds in memory, over all its hosts: about 82 MB at 41 bytes a
+#: page (plus a bucket table). Hosts that do not fit in what is left are looked up in batches.
 DEFAULT_MAX_ROWS = 2_000_000
 #: ``-infinity`` in Postgres' binary ``timestamptz``: "no such time".
 NO_TIME = np.iinfo(np.int64).min

@@ -169,10 +169,10 @@ def reconcile(
     comes back with status ``interrupted``. ``progress`` is called with the number of entries
     handled so far.
 
-    A host with at most ``max_host_rows`` stored pages is read from a Postgres store whole,
-    once, when its first entry arrives (:meth:`ReconcileStore.host_index`), and its entries
-    are classified in memory; other hosts (and every host on SQLite) are looked up in
-    batches of ``batch`` digests. Both give the same answer.
+    Hosts are read from a Postgres store whole, once, when their first entry arrives
+    (:meth:`ReconcileStore.host_index`), and their entries classified in memory, while the
+    pages held stay within ``max_host_rows`` over all hosts; other hosts (and every host on
+    SQLite) are looked up in batches of ``batch`` digests. Both give the same answer.
     """
     state = _State(store, sink, url_policy, canon_policy, max_host_rows)
     status = "complete"
@@ -185,8 +185,8 @@ def reconcile(
     with ThreadPoolExecutor(LOOKUPS_IN_FLIGHT, thread_name_prefix="changewatch-lookup") as pool:
         # The start hosts are known before the first entry: their stores are read while the
         # first sitemaps are fetched and parsed (the query's server time overlaps the walk).
-        for host in sorted(getattr(source, "start_hosts", ()))[:LOOKUPS_IN_FLIGHT]:
-            state.prefetch(pool, host)
+        for host in sorted(getattr(source, "start_hosts", ())):
+            state.prefetch(pool, host)  # the first only: it may take the whole budget
         inflight: deque[tuple[list[_Todo], Future[dict[bytes, StoredPage]]]] = deque()
 
         def settle(keep: int = 0) -> None:
@@ -287,6 +287,9 @@ class _State:
         #: With an index, ``tables`` holds only the listed digests the store does not have.
         self.indexes: dict[str, HostIndex | None] = {}
         self._reading: dict[str, Future[HostIndex | None]] = {}
+        #: Stored pages held in memory over all hosts, and reserved by a read in flight.
+        self._held = 0
+        self._reserved = 0
         self.sink = sink
         self.url_policy = url_policy
         self.canon = canon
@@ -338,7 +341,11 @@ class _State:
         return todo
 
     def prefetch(self, pool: ThreadPoolExecutor, host: str) -> None:
-        """Start reading ``host``'s stored pages on ``pool``."""
+        """Start reading ``host``'s stored pages on ``pool``, if nothing is held or being
+        read yet (a read in flight reserves the whole budget until it is used)."""
+        if self._held or self._reserved or self.max_host_rows <= 0:
+            return
+        self._reserved = self.max_host_rows
         self._reading[host] = pool.submit(self.store.host_index, host, self.max_host_rows)
 
     def reading(self) -> bool:
@@ -346,11 +353,18 @@ class _State:
         return any(not reading.done() for reading in self._reading.values())
 
     def host_index(self, host: str) -> HostIndex | None:
-        """``host``'s stored pages in memory (prefetched or read now), or ``None``."""
+        """``host``'s stored pages in memory (prefetched or read now), or ``None`` when they
+        do not fit in what is left of the run's budget of ``max_host_rows`` pages."""
         reading = self._reading.pop(host, None)
         if reading is not None:
-            return reading.result()
-        return self.store.host_index(host, self.max_host_rows)
+            self._reserved = 0
+            index = reading.result()
+        else:
+            room = self.max_host_rows - self._held - self._reserved
+            index = self.store.host_index(host, room) if room > 0 else None
+        if index is not None:
+            self._held += len(index)
+        return index
 
     def classify_in_memory(
         self, host: str, index: HostIndex, items: Sequence[tuple[str, bytes, SitemapURL]]

@@ -469,3 +469,37 @@ def test_the_walk_goes_on_while_a_start_host_is_read(stocked: ChangeWatch, clock
     assert read_before_release == [3_500]  # 3 batches went by before the read finished
     assert result.totals() == {"missing": 5_000, "stale": 0, "vanished": 1, "fresh": 2}
     assert result.hosts[HOST].listed == 5_002
+
+
+def test_hosts_held_in_memory_share_one_budget(stocked: ChangeWatch, clock: Clock) -> None:
+    """max_host_rows bounds the stored pages held over all hosts: the second host does not
+    fit in what the first left and is looked up in batches, with the same answer."""
+    asked: list[tuple[str, int, bool]] = []
+
+    class Recording(ReconcileStore):
+        def host_index(self, host: str, max_rows: int) -> Any:
+            index = super().host_index(host, max_rows)
+            asked.append((host, max_rows, index is not None))
+            return index
+
+    stocked.should_parse("https://other.example/two", _page(10))
+    stocked.should_parse("https://other.example/three", _page(11))
+    listed = [
+        _entry("/fresh"),
+        _entry("/new"),
+        _entry("/elsewhere", host="https://other.example"),
+        _entry("/missing", host="https://other.example"),
+    ]
+    result = reconcile(
+        StaticSource(listed, frozenset({HOST})),
+        store=Recording(stocked.store),
+        sink=lambda _findings, _urls: None,
+        max_host_rows=4,
+    )
+    assert result.hosts[HOST].fresh == result.hosts[HOST].missing == 1
+    assert result.hosts["other.example"].fresh == result.hosts["other.example"].missing == 1
+    if stocked.store.dialect == "postgresql":
+        # shop.example (3 pages) is read whole; other.example (3) does not fit in 4 - 3 = 1.
+        assert asked == [(HOST, 4, True), ("other.example", 1, False)]
+    else:
+        assert all(not in_memory for _, _, in_memory in asked)
