@@ -20,7 +20,7 @@ import pytest
 from changewatch.errors import SeenSetError
 from changewatch.seen import FileBloomSeenSet, FileExactSeenSet
 
-from ._file_saver import digests, open_set
+from ._file_saver import BLOOM_CAPACITY, digests, open_set
 
 SAVER = str(Path(__file__).with_name("_file_saver.py"))
 STEP = 10_000
@@ -37,6 +37,7 @@ def _generation(path: Path, kind: str) -> int:
             assert n % STEP == 0, f"{n} items: a partial save"
             generation = n // STEP
         else:  # a Bloom filter counts adds answered "new": its false positives are not counted
+            assert n < BLOOM_CAPACITY // 2, f"{n} items: the filter is too full to count on"
             generation = -(-n // STEP)
             assert generation * STEP - n <= STEP // 100, f"{n} items: a partial save"
         if generation:
