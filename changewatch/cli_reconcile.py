@@ -37,6 +37,7 @@ from rich.text import Text
 
 from changewatch.config import Settings
 from changewatch.errors import ChangewatchError, InvalidURLError
+from changewatch.host_index import DEFAULT_MAX_ROWS
 from changewatch.reconcile import HostResult, ReconcileResult, run_reconcile, site_host
 from changewatch.reconcile_walk import WalkSource
 from changewatch.sitemaps.fetch import SafeClient
@@ -181,6 +182,14 @@ class _RecrawlFile:
     show_default=True,
     help="Deepest chain of sitemap indexes followed.",
 )
+@click.option(
+    "--memory-pages",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_ROWS,
+    show_default=True,
+    help="Stored pages held in memory (41 bytes each, over all hosts; Postgres); hosts "
+    "that do not fit are looked up in batches. 0: always look up in batches.",
+)
 @click.option("--no-record", is_flag=True, help="Do not record the run in reconcile_runs.")
 @click.pass_obj
 def reconcile_command(
@@ -193,6 +202,7 @@ def reconcile_command(
     max_urls: int,
     max_bytes: int,
     max_depth: int,
+    memory_pages: int,
     no_record: bool,
 ) -> None:
     """Compare the sitemaps of each site with the store: missing, stale, vanished, fresh.
@@ -219,6 +229,7 @@ def reconcile_command(
         recrawl_file=recrawl_file,
         as_json=as_json,
         every=every,
+        memory_pages=memory_pages,
     )
     stop = _Stop()
     with stop.installed():
@@ -260,6 +271,7 @@ class _Job:
         recrawl_file: Path | None,
         as_json: bool,
         every: timedelta | None,
+        memory_pages: int = DEFAULT_MAX_ROWS,
     ) -> None:
         self.options = options
         self.settings = settings
@@ -271,6 +283,7 @@ class _Job:
         self.recrawl_file = recrawl_file
         self.as_json = as_json
         self.every = every
+        self.memory_pages = memory_pages
 
     def arguments(self) -> str:
         limits = self.limits
@@ -281,6 +294,7 @@ class _Job:
                 "max_depth": limits.max_depth,
                 "allow_private": self.allow_private,
                 "every": None if self.every is None else int(self.every.total_seconds()),
+                "memory_pages": self.memory_pages,
                 "url_policy": self.settings.url_policy,
                 "recrawl_file": None if self.recrawl_file is None else str(self.recrawl_file),
             },
@@ -338,6 +352,7 @@ class _Job:
                 recrawl=None if recrawl is None else recrawl.write,
                 should_stop=stop,
                 progress=show.entries,
+                max_host_rows=self.memory_pages,
             )
 
     def _skipped(self, store: ReconcileStore, busy: Sequence[str]) -> int:

@@ -187,6 +187,26 @@ def test_complete_sitemaps_json_and_recrawl_file(
     assert kinds == {"missing": 2, "stale": 1, "vanished": 1}
 
 
+def test_memory_pages_is_recorded_and_changes_no_answer(
+    run: Run, site: _Site, seeded: str, tmp_path: Path
+) -> None:
+    """--memory-pages bounds what a run holds in memory; the answer is the same either way,
+    and the run's arguments record it."""
+    args = ["reconcile", f"{site.base}/good-index.xml", "--allow-private", "--json"]
+    looked_up = _json(run(*args, "--memory-pages", "0"))
+    in_memory = _json(run(*args, "--memory-pages", "100"))
+    kinds = ("missing", "stale", "vanished", "fresh")
+    assert {k: looked_up[k] for k in kinds} == {k: in_memory[k] for k in kinds}
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'cw.db'}")
+    try:
+        with engine.connect() as conn:
+            recorded = conn.execute(sa.text("SELECT arguments FROM reconcile_runs ORDER BY id"))
+            pages = [json.loads(row.arguments)["memory_pages"] for row in recorded]
+    finally:
+        engine.dispose()
+    assert pages == [0, 100]
+
+
 def test_site_discovery_with_a_broken_sitemap(run: Run, site: _Site, seeded: str) -> None:
     """From the site's robots.txt: the 500 is listed as an error, exit 0, vanished unchecked."""
     proc = run("reconcile", f"{site.base}/", "--allow-private")
@@ -227,6 +247,7 @@ def test_private_address_refused_without_the_flag(run: Run, site: _Site, seeded:
         (["--every", "soon"], "not a duration"),
         (["--every", "0m"], "longer than zero"),
         (["--max-urls", "0"], "--max-urls"),
+        (["--memory-pages", "-1"], "--memory-pages"),
         ([], "Missing argument"),
     ],
 )
