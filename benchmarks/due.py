@@ -23,22 +23,18 @@ over those of the last page it returned (at most √2 by construction).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import statistics
-import sys
 import time
-import uuid
 from argparse import ArgumentParser
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
+from _common import log, percentile, scratch_database
 
 from changewatch.schedule import DUE_PROBABILITY
 from changewatch.store import create_engine, open_store
@@ -81,29 +77,6 @@ CROSS JOIN LATERAL (
 """
 
 
-def log(message: str) -> None:
-    """Progress on stderr, so stdout stays the table."""
-    print(message, file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def scratch_database(admin_url: str) -> Iterator[str]:
-    """A new database on the admin URL's server, dropped afterwards."""
-    admin = make_url(admin_url)
-    dsn = admin.set(drivername="postgresql").render_as_string(hide_password=False)
-    name = f"cw_bench_due_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(drivername="postgresql+psycopg", database=name).render_as_string(
-            hide_password=False
-        )
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        log(f"dropped {name}")
-
-
 def fill(engine: sa.Engine, rows: int) -> float:
     """Insert the pages and compute their estimates as the store would; seconds taken."""
     started = time.perf_counter()
@@ -135,12 +108,6 @@ def timed(fn: Callable[[], Any], calls: int) -> tuple[list[float], Any]:
     return latencies, result
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))]
-
-
 def main() -> int:
     """Build the store, time the three queries, print a markdown table (or JSON)."""
     parser = ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
@@ -153,7 +120,7 @@ def main() -> int:
     args = parser.parse_args()
     rows = args.rows or (50_000 if args.quick else 1_000_000)
     calls = args.calls or (10 if args.quick else 30)
-    with scratch_database(args.pg_url) as url:
+    with scratch_database(args.pg_url, "cw_bench_due") as url:
         engine = create_engine(url)
         upgrade(engine)
         fill_s = fill(engine, rows)

@@ -24,19 +24,20 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from argparse import ArgumentParser
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
 
-from changewatch.fingerprint import FINGERPRINT_VERSION
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from _common import log, scratch_database
+from integration._bulk import bulk_load
+
 from changewatch.store import SnapshotStore, create_engine
 from changewatch.store.history import changes_for_host
 from changewatch.store.migrate import upgrade
@@ -44,62 +45,11 @@ from changewatch.store.partition import partition_tables
 
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
-# Page i on host h(i % hosts) has `versions` versions; version k was first seen
-# (versions - k) * 5 days + (i % 120) hours ago, so each host has changes in any 7 days.
-_SNAPSHOTS = """
-INSERT INTO page_snapshots (url_digest, host, url, canon_version, fingerprint_version,
-    raw_sha256, content_sha256, simhash, text_length, first_seen, last_seen, last_changed,
-    version_count, fetch_count)
-SELECT decode(md5('page' || i), 'hex'), 'h' || (i % :hosts) || '.bench.example',
-    'https://h' || (i % :hosts) || '.bench.example/p/' || i, 1, :fpv,
-    sha256(('raw' || i)::bytea), sha256(('c' || i || '-' || :versions)::bytea),
-    hashtextextended('c' || i || '-' || :versions, 0), 1000,
-    now() - make_interval(days => (:versions - 1) * 5, hours => i % 120),
-    now() - make_interval(hours => i % 120), now() - make_interval(hours => i % 120),
-    :versions, :versions * 3
-FROM generate_series(1, :pages) AS i
-"""
-_VERSIONS = """
-INSERT INTO page_versions (url_digest, version_no, kind, distance, raw_sha256, content_sha256,
-    simhash, fingerprint_version, text_length, first_seen, last_seen, reverted_to, host)
-SELECT decode(md5('page' || i), 'hex'), k, CASE WHEN k = 1 THEN 'new' ELSE 'changed' END,
-    CASE WHEN k = 1 THEN NULL ELSE 10 END, sha256(('raw' || i || '-' || k)::bytea),
-    sha256(('c' || i || '-' || k)::bytea), hashtextextended('c' || i || '-' || k, 0), :fpv,
-    1000, now() - make_interval(days => (:versions - k) * 5, hours => i % 120),
-    now() - make_interval(days => (:versions - k) * 5 - 4, hours => i % 120),
-    NULL, 'h' || (i % :hosts) || '.bench.example'
-FROM generate_series(1, :pages) AS i, generate_series(1, :versions) AS k
-"""
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-@contextmanager
-def scratch_database(admin_url: str) -> Iterator[str]:
-    """A new, empty database on the server of ``admin_url``; dropped afterwards."""
-    name = f"cw_bench_hist_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
-
 
 def load(engine: sa.Engine, pages: int, versions: int, hosts: int) -> None:
-    params = {"pages": pages, "versions": versions, "hosts": hosts, "fpv": FINGERPRINT_VERSION}
-    with engine.begin() as conn:
-        conn.execute(sa.text(_SNAPSHOTS), params)
-        conn.execute(sa.text(_VERSIONS), params)
-    with engine.connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
-            "VACUUM ANALYZE page_snapshots, page_versions"
-        )
+    """The synthetic history of tests/integration/_bulk.py: hosts h<n>.bench.example, fetch
+    times spread over 120 hours so each host has changes in any 7 days."""
+    bulk_load(engine, pages, versions, hosts, domain="bench.example", spread_hours=120, vacuum=True)
 
 
 def seq_scan_engine(url: str) -> sa.Engine:
@@ -194,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.pages, args.hosts, args.calls, args.peer_calls = 2000, 20, 50, 10
     total = args.pages * args.versions
-    with scratch_database(args.pg_url) as url:
+    with scratch_database(args.pg_url, "cw_bench_hist") as url:
         engine = create_engine(url)
         try:
             upgrade(engine)

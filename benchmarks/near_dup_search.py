@@ -26,15 +26,14 @@ import random
 import statistics
 import sys
 import time
-import uuid
 from argparse import ArgumentParser
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import psycopg
+from _common import log, percentile, scratch_database
 from sqlalchemy.engine import make_url
 
 from changewatch.store import create_engine, open_store
@@ -45,28 +44,6 @@ PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 MAX_DISTANCE = 3
 TARGET_P99_MS = 10.0
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-@contextmanager
-def scratch_database(admin_url: str) -> Iterator[str]:
-    """A new, empty Postgres database; dropped on exit whatever happens."""
-    name = f"cw_bench_neardup_{uuid.uuid4().hex[:8]}"
-    admin = make_url(admin_url).set(drivername="postgresql")
-    dsn = admin.render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(drivername="postgresql+psycopg", database=name).render_as_string(
-            hide_password=False
-        )
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        log(f"dropped {name}")
 
 
 def flip(value: int, bits: list[int]) -> int:
@@ -141,7 +118,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def summary(name: str, latencies_ms: list[float], note: str) -> dict[str, Any]:
     ordered = sorted(latencies_ms)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * len(ordered)) - 1)]
+    p99 = percentile(ordered, 0.99)
     return {
         "method": name,
         "queries": len(ordered),
@@ -166,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     scan_queries = args.scan_queries or (50 if args.quick else 30)
 
     values, queries, planted = make_data(rows, args.queries, args.seed)
-    with scratch_database(args.pg_url) as url:
+    with scratch_database(args.pg_url, "cw_bench_neardup") as url:
         engine = create_engine(url)
         upgrade(engine)
         engine.dispose()
