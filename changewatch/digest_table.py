@@ -148,11 +148,3 @@ class DigestTable:
             end = start + _REHASH_SLICE
             used = old_used[start:end]
             self._insert(old_hi[start:end][used], old_lo[start:end][used])
-
-    def sorted_digests(self) -> U64:
-        """Every digest as an (n, 2) array of big-endian halves, in byte (memcmp) order."""
-        used = self._used
-        pairs = np.stack([self._hi[used], self._lo[used]], axis=1)
-        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        result: U64 = pairs[order]
-        return result

@@ -279,12 +279,6 @@ class ReconcileStore:
             rows = conn.execute(stmt, {"digests": list(digests)}).all()
         return [(bytes(r[0]), r[1], r[2]) for r in rows]
 
-    def host_count(self, host: str) -> int:
-        """How many pages of ``host`` the store holds."""
-        stmt = sa.select(sa.func.count()).select_from(page_snapshots).where(_SNAP.host == host)
-        with _translate(self._url), self._engine.connect() as conn:
-            return int(conn.execute(stmt).scalar_one())
-
     # -- recording ---------------------------------------------------------------------------
 
     def start_run(

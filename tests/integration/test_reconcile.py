@@ -430,7 +430,12 @@ def test_host_index_is_read_on_postgres_only_and_within_the_cap(stocked: ChangeW
         assert index is None  # SQLite lookups are in-process already
         return
     assert index is not None
-    assert len(index) == store.host_count(HOST) == 3
+    with stocked.store.engine.connect() as conn:
+        stored = conn.execute(
+            sa.text("SELECT count(*) FROM page_snapshots WHERE host = :h"), {"h": HOST}
+        ).scalar_one()
+    assert len(index) == stored == 3
+    assert index.nbytes >= 3 * 41  # 41 bytes a page, plus the bucket table
     assert store.host_index(HOST, 2) is None  # over the cap: batched lookups instead
     assert store.host_index(HOST, 0) is None
     empty = store.host_index("nothing-stored.example", DEFAULT_MAX_ROWS)

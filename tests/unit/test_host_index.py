@@ -82,6 +82,9 @@ def test_builder_grows_past_what_it_expected() -> None:
     index = builder.finish()
     assert len(index) == 5000
     assert _find(index, [digests[4999]]) != [-1]
+    # 41 bytes a page (two digest halves, three times, the listed flag) and a bucket table
+    # of one 8-byte start per power of two at or above the row count.
+    assert index.nbytes == 41 * 5000 + 8 * (1 << (5000).bit_length())
 
 
 @pytest.mark.parametrize("size", [0, 16, ROW_BYTES - 1, ROW_BYTES + 1])
