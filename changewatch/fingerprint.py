@@ -75,6 +75,7 @@ __all__ = [
     "hamming",
     "is_binary",
     "normalise",
+    "normalise_markup",
     "raw_sha256",
     "simhash",
     "simhash_features",
@@ -464,6 +465,21 @@ def normalise(
     """
     if is_binary(html, content_type):
         return ""
+    return normalise_markup(html, content_type, policy, host=host)
+
+
+def normalise_markup(
+    html: str | bytes,
+    content_type: str | None = None,
+    policy: FingerprintPolicy | None = None,
+    *,
+    host: str | None = None,
+) -> str:
+    """:func:`normalise` for a body already known not to be binary (no second check).
+
+    >>> normalise_markup("<p>Hello</p>")
+    'hello'
+    """
     rules = (policy or DEFAULT_POLICY).for_host(host)
     source: str | bytes | None = _utf8_source(html, content_type)
     if source is None:
@@ -667,7 +683,7 @@ def fingerprint(
     raw = raw_sha256(html)
     if is_binary(html, content_type):
         return binary_fingerprint(raw)
-    return text_fingerprint(raw, normalise(html, content_type, policy, host=host))
+    return text_fingerprint(raw, normalise_markup(html, content_type, policy, host=host))
 
 
 def binary_fingerprint(raw: bytes) -> Fingerprint:

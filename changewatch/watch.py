@@ -63,7 +63,7 @@ from changewatch.fingerprint import (
     content_sha256,
     hamming,
     is_binary,
-    normalise,
+    normalise_markup,
     simhash,
 )
 from changewatch.fingerprint import raw_sha256 as hash_raw
@@ -551,7 +551,7 @@ class ChangeWatch:
                 # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
                 page.binary, page.text, page.content = True, "", page.raw
             else:
-                page.text = normalise(
+                page.text = normalise_markup(
                     page.html, page.content_type, self.fingerprint_policy, host=url_host(page.url)
                 )
                 page.content = content_sha256(page.text)
