@@ -230,3 +230,6 @@ def test_check_refuses_bad_statuses_and_headers(run: Run, tmp_path: Path) -> Non
     assert bad.returncode == 2
     assert "'no colon here' is not 'NAME: VALUE'" in bad.stderr
     assert _json(run("history", URL, "--json")) == []  # nothing was recorded
+    bad_url = run("conditional", "ftp://example.com/x")
+    assert_clean_error(bad_url)
+    assert "not http or https" in bad_url.stderr
