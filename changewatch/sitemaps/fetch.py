@@ -17,8 +17,9 @@ docs/fetching.md describes every rule.
 from __future__ import annotations
 
 import concurrent.futures
-import email.utils
 import ipaddress
+import math
+import re
 import socket
 import ssl
 import time
@@ -32,6 +33,7 @@ from ada_url import join_url
 
 from changewatch._version import __version__
 from changewatch.errors import FetchError, UnsafeURLError
+from changewatch.httpdate import parse_http_date
 from changewatch.sitemaps.netguard import address_refusal, character_refusal, url_refusal
 from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
 from changewatch.sitemaps.response import FetchResponse
@@ -54,6 +56,7 @@ DEFAULT_READ_TIMEOUT_S: Final = 30.0
 DEFAULT_TOTAL_TIMEOUT_S: Final = 120.0
 DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
 
+_DELAY_SECONDS: Final = re.compile(r"[0-9]+")
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _ACCEPT: Final = "application/xml, text/xml;q=0.9, text/plain;q=0.8, */*;q=0.5"
 
@@ -102,14 +105,12 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
-        return float(int(text))
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    if _DELAY_SECONDS.fullmatch(text):  # ASCII digits only: "²".isdigit() is true
+        # Past 15 digits it is longer than any cap (and int() refuses 4,300 digits).
+        return float(int(text)) if len(text) <= 15 else math.inf
+    when = parse_http_date(text)
+    if when is None:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
 
 
