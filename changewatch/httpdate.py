@@ -105,8 +105,8 @@ def _zone(text: str | None) -> timezone | None:
             return None
         offset = timedelta(hours=hours, minutes=minutes)
         return timezone(-offset if text[0] == "-" else offset)
-    hours = _ZONES.get(text.lower())
-    return None if hours is None else timezone(timedelta(hours=hours))
+    named = _ZONES.get(text.lower())
+    return None if named is None else timezone(timedelta(hours=named))
 
 
 def parse_http_date(text: str | None) -> datetime | None:
