@@ -69,7 +69,7 @@ class WalkSource:
                 raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
         self.host_time_limit = host_time_limit
         self.run_time_limit = run_time_limit
-        self._spent: Counter[str] = Counter()
+        self._spent: dict[str, float] = {}
         self._run_cutoff: Cutoff | None = None
         self.arguments = list(arguments)
         self._client = client
@@ -106,13 +106,13 @@ class WalkSource:
             try:
                 yield from self._walk(argument, host, cutoff)
             finally:
-                self._spent[host] += clock() - began
+                self._spent[host] = self._spent.get(host, 0.0) + clock() - began
 
     def _cutoff(self, host: str) -> Cutoff | None:
         """The earlier of the host's and the run's time limit, for the next argument of host."""
         cutoffs = [] if self._run_cutoff is None else [self._run_cutoff]
         if self.host_time_limit is not None:
-            left = self.host_time_limit - self._spent[host]
+            left = self.host_time_limit - self._spent.get(host, 0.0)
             cutoffs.append(
                 Cutoff(
                     self._client.clock() + left,
