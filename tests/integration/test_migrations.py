@@ -30,6 +30,7 @@ TABLES = {
     "page_texts",
     "page_versions",
     "reconcile_findings",
+    "reconcile_hosts",
     "reconcile_runs",
 }
 
