@@ -37,6 +37,11 @@ __all__ = [
 ]
 
 
+#: Skip reasons of the parser that lose no entry: the entry was kept (its date was bad), or
+#: the document had ended (junk after it), or is reported as an error already (truncated).
+_NOT_LOST = frozenset({"bad lastmod", "junk after document", "truncated"})
+
+
 def _message(url: str, error: SitemapError) -> str:
     """The error's text without a leading repeat of ``url`` (kept when it names another)."""
     text = str(error)
@@ -154,6 +159,7 @@ class SitemapWalk(Iterator[SitemapURL]):
         if parent is not None and hosts and _host(url) not in hosts:
             # sitemaps.org: an index lists sitemaps of its own host. Not fetched (a site may
             # not make us read another's), but the pages it lists are unknown, not absent.
+            # (The parser, given the same hosts, normally skips such a child first.)
             self.report.skipped["sitemap_off_host"] += 1
             self.report.errors.append(
                 (
@@ -249,6 +255,22 @@ class SitemapWalk(Iterator[SitemapURL]):
         )
         self.report.sitemaps.append(done)
         self.report.skipped.update(parser.skipped)
+        lost = {reason: n for reason, n in parser.skipped.items() if reason not in _NOT_LOST}
+        if parser.kind == "sitemapindex" and lost:  # a child never read lists unknown pages
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(lost.items()))
+            note = (
+                " (sitemaps.org: an index lists sitemaps of its own host; a robots.txt "
+                "Sitemap: line vouches for another)"
+                if "off-host" in lost
+                else ""
+            )
+            self.report.errors.append(
+                (
+                    url,
+                    f"{sum(lost.values())} of its child sitemaps not read ({reasons}): the "
+                    f"pages they list are unknown{note}",
+                )
+            )
         if parser.truncated:  # entries before the break were yielded; absence means nothing
             detail = _message(url, parser.error) if parser.error else "the document breaks off"
             self.report.errors.append((url, f"truncated: {detail}"))
