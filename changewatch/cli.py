@@ -41,13 +41,12 @@ from changewatch.demo import DemoReport, run_demo
 from changewatch.errors import ChangewatchError
 from changewatch.logs import configure_logging
 from changewatch.metrics_cli import metrics
-from changewatch.model import Decision, Version
-from changewatch.schedule import DuePage
+from changewatch.schedule import DuePage, parse_duration
 from changewatch.store import create_engine, redact
 from changewatch.store.migrate import database_revision, head_revision, upgrade
 from changewatch.store.partition import partition_tables
-from changewatch.store.prune import parse_duration
 from changewatch.urls import canonicalise
+from changewatch.values import Decision, Version
 from changewatch.watch import ChangeWatch
 
 __all__ = ["main"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -42,41 +41,23 @@ from changewatch.reconcile.job import run_reconcile
 from changewatch.reconcile.plan import site_host
 from changewatch.reconcile.sources import WalkSource
 from changewatch.reconcile.values import HostResult, ReconcileResult
+from changewatch.schedule import parse_duration
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
+from changewatch.store import SnapshotStore
 from changewatch.store.reconcile import ReconcileStore
 from changewatch.watch import ChangeWatch
 
-__all__ = ["parse_duration", "reconcile_command"]
+__all__ = ["reconcile_command"]
 
-_DURATION_RE = re.compile(r"(\d+)([smhd])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DEFAULTS = Limits()
-
-
-def parse_duration(text: str) -> timedelta:
-    """A positive duration written like ``90s``, ``30m``, ``6h``, ``1d`` or ``1h30m``.
-
-    >>> parse_duration("1h30m")
-    datetime.timedelta(seconds=5400)
-    """
-    cleaned = text.strip().lower()
-    if not cleaned or _DURATION_RE.sub("", cleaned):
-        raise ValueError(
-            f"{text!r} is not a duration: write a number and a unit (s, m, h, d), "
-            "e.g. 30m, 6h, 1d or 1h30m"
-        )
-    seconds = sum(int(n) * _UNIT_S[unit] for n, unit in _DURATION_RE.findall(cleaned))
-    if seconds <= 0:
-        raise ValueError(f"{text!r}: the interval must be longer than zero")
-    return timedelta(seconds=seconds)
 
 
 def _duration_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        return parse_duration(value, positive=True)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
 
@@ -306,6 +287,8 @@ class _Job:
     def run(self, stop: _Stop) -> int:
         """One run; the exit status it deserves."""
         with self.options.watch() as watch:
+            if not isinstance(watch.store, SnapshotStore):  # built by the CLI from a URL
+                raise ChangewatchError("reconcile needs the SQL snapshot store")
             store = ReconcileStore(watch.store)
             with store.site_locks(self.hosts) as busy:
                 if busy:
