@@ -25,6 +25,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from changewatch.fingerprint import FINGERPRINT_VERSION, Fingerprint, hamming
 from changewatch.fingerprint.simhash64 import MAX_NEAR_DISTANCE, SIMHASH_BANDS, simhash_band
 from changewatch.values import (
@@ -239,21 +242,49 @@ class _Holders:
             self.least = min(self.names) if self.names else None
 
 
+class _Bucket:
+    """The SimHashes sharing one band value, in a growable ``uint64`` array, so a query
+    measures its distance to all of them in one vectorised step. Removed values stay in the
+    array; the pool checks that what a bucket returns is still held."""
+
+    __slots__ = ("n", "values")
+
+    def __init__(self) -> None:
+        self.values = np.empty(4, dtype=np.uint64)
+        self.n = 0
+
+    def add(self, simhash: int) -> None:
+        if self.n == len(self.values):
+            self.values = np.concatenate((self.values, np.empty_like(self.values)))
+        self.values[self.n] = simhash
+        self.n += 1
+
+    def within(self, simhash: int, radius: int) -> npt.NDArray[np.uint64]:
+        """The values within ``radius`` bits of ``simhash``."""
+        values = self.values[: self.n]
+        near: npt.NDArray[np.uint64] = values[
+            np.bitwise_count(values ^ np.uint64(simhash)) <= radius
+        ]
+        return near
+
+
 class DuplicatePool:
     """The candidates of a batch's new pages: who else holds a content or a near SimHash.
 
     Filled from the stored rows the batch's lookup found (:class:`NearCandidate`), then
     updated with the pages decided earlier in the batch (:meth:`replace`), so a batch answers
-    as one-by-one calls would. Exact content holders are kept per content hash and near ones
-    per SimHash band, so each question costs the pages sharing a band with it, not the batch:
-    a batch of any size is decided in linear time.
+    as one-by-one calls would. Exact content holders are kept per content hash (a dict
+    lookup); near ones per SimHash band value (:class:`_Bucket`: one vectorised distance
+    over the pages sharing a band), so no question compares Python objects pairwise and a
+    batch of any size costs work linear in its pages (plus, in numpy, in the pages that share
+    a band — many for a cluster of template pages, each a few nanoseconds).
     """
 
     def __init__(self, candidates: Iterable[NearCandidate], radius: int) -> None:
         self.radius = min(radius, MAX_NEAR_DISTANCE)
         self._exact: dict[bytes, _Holders] = {}
         self._by_simhash: dict[int, _Holders] = {}
-        self._bands: list[dict[int, set[int]]] = [{} for _ in range(SIMHASH_BANDS)]
+        self._bands: list[dict[int, _Bucket]] = [{} for _ in range(SIMHASH_BANDS)]
         self._of: dict[bytes, tuple[bytes, int]] = {}
         for c in candidates:
             self.replace(c.url_digest, c.url or c.url_digest.hex(), c.simhash, c.content_sha256)
@@ -268,14 +299,14 @@ class DuplicatePool:
             return None
         best: tuple[int, bytes, str] | None = None
         for value in self._near_simhashes(decision.simhash):
-            distance = hamming(decision.simhash, value)
-            if distance > self.radius:
-                continue
-            group = self._by_simhash[value]
+            group = self._by_simhash.get(value)
+            if group is None:
+                continue  # removed since it was added to a bucket
             digest = group.least
             if digest == decision.url_digest:  # never the page itself
                 others = [d for d in group.names if d != digest]
                 digest = min(others) if others else None
+            distance = hamming(decision.simhash, value)
             if digest is not None and (best is None or (distance, digest) < best[:2]):
                 best = (distance, digest, group.names[digest])
         return None if best is None else best[2]
@@ -285,26 +316,27 @@ class DuplicatePool:
         old = self._of.get(digest)
         if old is not None:
             self._exact[old[0]].remove(digest)
-            self._drop_simhash(digest, old[1])
+            held = self._by_simhash[old[1]]
+            held.remove(digest)
+            if not held.names:
+                del self._by_simhash[old[1]]
         self._exact.setdefault(content, _Holders()).add(digest, name)
         group = self._by_simhash.get(simhash)
         if group is None:
             group = self._by_simhash[simhash] = _Holders()
             for band, index in enumerate(self._bands):
-                index.setdefault(simhash_band(simhash, band), set()).add(simhash)
+                key = simhash_band(simhash, band)
+                bucket = index.get(key)
+                if bucket is None:
+                    bucket = index[key] = _Bucket()
+                bucket.add(simhash)
         group.add(digest, name)
         self._of[digest] = (content, simhash)
-
-    def _drop_simhash(self, digest: bytes, simhash: int) -> None:
-        group = self._by_simhash[simhash]
-        group.remove(digest)
-        if not group.names:
-            del self._by_simhash[simhash]
-            for band, index in enumerate(self._bands):
-                index[simhash_band(simhash, band)].discard(simhash)
 
     def _near_simhashes(self, simhash: int) -> set[int]:
         found: set[int] = set()
         for band, index in enumerate(self._bands):
-            found.update(index.get(simhash_band(simhash, band), ()))
+            bucket = index.get(simhash_band(simhash, band))
+            if bucket is not None:
+                found.update(bucket.within(simhash, self.radius).tolist())
         return found

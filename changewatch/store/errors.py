@@ -63,5 +63,8 @@ def _transient(exc: DBAPIError) -> bool:
         # table or a malformed file: only the first two pass.
         text = str(exc.orig).lower()
         return "locked" in text or "busy" in text
-    # psycopg without a SQLSTATE: the client could not reach or lost the server.
-    return isinstance(exc, OperationalError | InterfaceError)
+    # psycopg without a SQLSTATE: transient when the client could not reach or lost the
+    # server; not for its own refusals ("number of parameters must be between 0 and 65535").
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return False
+    return bool(exc.connection_invalidated) or "connection" in str(exc.orig).lower()
