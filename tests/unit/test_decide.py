@@ -52,7 +52,8 @@ def test_identical_bytes_are_unchanged_without_parsing() -> None:
     page = _Fetched("<p>same words here</p>")
     decision, write = decide_stored(page, _snap("<p>same words here</p>"), 3)
     assert (decision.kind, decision.path, decision.version) == ("unchanged", "raw", 2)
-    assert isinstance(write, Touch) and write.fp is None
+    assert isinstance(write, Touch)
+    assert write.fp is None
     assert page.parsed == 0
 
 
@@ -70,7 +71,8 @@ def test_other_text_is_minor_or_changed_by_distance() -> None:
     page = _Fetched(f"<p>{words} extra</p>")
     decision, write = decide_stored(page, _snap(f"<p>{words}</p>"), 64)
     assert (decision.kind, decision.path, decision.version) == ("minor", "simhash", 3)
-    assert isinstance(write, Change) and write.kind == "minor"
+    assert isinstance(write, Change)
+    assert write.kind == "minor"
     decision, _ = decide_stored(page, _snap(f"<p>{words}</p>"), 0)
     assert decision.kind == "changed" or decision.distance == 0
 
@@ -81,7 +83,8 @@ def test_older_rules_with_same_bytes_are_rekeyed() -> None:
     snap = _snap("<p>same words here</p>", version=FINGERPRINT_VERSION - 1)
     decision, write = decide_stored(page, snap, 3)
     assert (decision.kind, decision.path) == ("unchanged", "refingerprint")
-    assert isinstance(write, Touch) and write.fp is page.fp
+    assert isinstance(write, Touch)
+    assert write.fp is page.fp
 
 
 def test_new_page_inserts_version_one() -> None:
