@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import click
 from rich import box
@@ -34,6 +34,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from changewatch.cli.common import Options, positive_duration_option
 from changewatch.config import Settings
 from changewatch.errors import ChangewatchError, InvalidURLError
 from changewatch.reconcile.index import DEFAULT_MAX_ROWS
@@ -41,31 +42,14 @@ from changewatch.reconcile.job import run_reconcile
 from changewatch.reconcile.plan import site_host
 from changewatch.reconcile.sources import WalkSource
 from changewatch.reconcile.values import HostResult, ReconcileResult
-from changewatch.schedule import parse_duration
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
 from changewatch.store import SnapshotStore
 from changewatch.store.reconcile import ReconcileStore
-from changewatch.watch import ChangeWatch
 
 __all__ = ["reconcile_command"]
 
 _DEFAULTS = Limits()
-
-
-def _duration_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, positive=True)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
-
-
-class _Options(Protocol):
-    def settings(self) -> Settings: ...
-
-    def watch(self, *, allow_mixed_canon: bool = False) -> ChangeWatch: ...
 
 
 class _Stop:
@@ -136,7 +120,7 @@ class _RecrawlFile:
 @click.option(
     "--every",
     metavar="DURATION",
-    callback=_duration_option,
+    callback=positive_duration_option,
     help="Run again every DURATION (30m, 6h, 1d…) until SIGINT or SIGTERM.",
 )
 @click.option(
@@ -176,7 +160,7 @@ class _RecrawlFile:
 @click.option("--no-record", is_flag=True, help="Do not record the run in reconcile_runs.")
 @click.pass_obj
 def reconcile_command(
-    options: _Options,
+    options: Options,
     sites: tuple[str, ...],
     as_json: bool,
     recrawl_file: Path | None,
@@ -244,7 +228,7 @@ class _Job:
     def __init__(
         self,
         *,
-        options: _Options,
+        options: Options,
         settings: Settings,
         sites: list[str],
         hosts: list[str],
