@@ -39,9 +39,9 @@ from changewatch.errors import (
     InvalidURLError,
     SeenSetUnavailableError,
 )
-from changewatch.model import Decision
 from changewatch.seen import SeenSet, open_seen_set
 from changewatch.urls import CanonPolicy, url_digest
+from changewatch.values import Decision
 
 if TYPE_CHECKING:  # loaded by the middleware only: a dupefilter process never needs the store
     from changewatch.watch import ChangeWatch
@@ -282,7 +282,7 @@ class UnchangedResponse(IgnoreRequest):
 def decision_meta(decision: Decision) -> dict[str, Any]:
     """A decision as ``response.meta["changewatch"]``: plain JSON types, picklable.
 
-    >>> from changewatch.model import Decision
+    >>> from changewatch.values import Decision
     >>> d = Decision("minor", "http://a.example/", b"\\x01" * 16, b"\\x02" * 32, 7, distance=2)
     >>> decision_meta(d)["kind"], decision_meta(d)["distance"], decision_meta(d)["parse"]
     ('minor', 2, True)
