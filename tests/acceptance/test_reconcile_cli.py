@@ -438,7 +438,7 @@ def test_host_time_limit_cuts_a_dripping_sitemap(run: Run, site: _Site, seeded: 
     [
         (["--max-vanished-share", "0"], "--max-vanished-share"),
         (["--max-vanished-share", "1.5"], "--max-vanished-share"),
-        (["--host-time-limit", "soon"], "not a duration"),
+        (["--host-time-limit", "soon"], "is not understood"),
         (["--run-time-limit", "0s"], "longer than zero"),
     ],
 )
