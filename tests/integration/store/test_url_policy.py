@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from changewatch import ChangeWatch
 from changewatch.store.texts import decompress_text
 
-from ._pages import long_page, one_word_edit, rewrite
+from .._pages import long_page, one_word_edit, rewrite
 
 USER, PASSWORD = "alice", "hunter2pw"
 PATH = "/private/account-7f3a"

@@ -22,8 +22,8 @@ from changewatch.store import create_engine, open_store
 from changewatch.store.migrate import head_revision
 from changewatch.store.partition import partition_count, partition_tables
 
-from ._bulk import bulk_load
-from ._pages import rewrite
+from .._bulk import bulk_load
+from .._pages import rewrite
 
 pytestmark = pytest.mark.postgres
 

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 import gzip
 import html
-import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
+import shared_corpus
 
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
 from changewatch.sitemaps.walk import SitemapFetched, WalkReport, discover, starts_for, walk
 
-from ._http_server import LocalSite, Reply, serve
+from .._http_server import LocalSite, Reply, serve
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
-SHARED_CORPUS = Path(
-    os.environ.get("CHANGEWATCH_CORPUS")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
+SHARED_CORPUS = shared_corpus.ROOT
 CC = SHARED_CORPUS / "sitemaps-crawler-commons"
 HOST = "www.example.com"
 
@@ -71,6 +66,7 @@ def urlset(*locs: str) -> bytes:
     ).encode()
 
 
+@pytest.mark.corpus
 def test_site_walk_covers_index_gzip_text_cycles_and_failures(site: LocalSite) -> None:
     """robots.txt → index → gzip (both ways), text; self-listing, A→B→A, a 500 child recorded."""
     u = lambda path: site.url(path, host=HOST)  # noqa: E731

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from changewatch import ChangeWatch
 
-from ._history_data import (
+from .._history_data import (
     ABOUT,
     ARTICLE,
     EXPECTED_HOSTS,
@@ -21,7 +21,7 @@ from ._history_data import (
     STEADY,
     populate,
 )
-from ._pages import long_page, one_word_edit, rewrite, snapshot_rows, version_rows
+from .._pages import long_page, one_word_edit, rewrite, snapshot_rows, version_rows
 
 if TYPE_CHECKING:
     from conftest import Clock

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
+import shared_corpus
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -16,10 +15,7 @@ from changewatch.errors import InvalidURLError
 from changewatch.urls import DEFAULT_POLICY, CanonPolicy, HostPolicy, canonicalise
 from changewatch.urls.canon import _SIMPLE_URL, _canonicalise_parsed
 
-SHARED_CORPUS = Path(
-    os.environ.get("CHANGEWATCH_CORPUS")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
+SHARED_CORPUS = shared_corpus.ROOT
 
 POLICIES = {
     "default": DEFAULT_POLICY,
@@ -107,6 +103,7 @@ def test_fast_path_matches_the_full_parse(url: str) -> None:
     same(url)
 
 
+@pytest.mark.corpus
 def test_fast_path_matches_on_the_whatwg_cases() -> None:
     cases = json.loads((SHARED_CORPUS / "urls" / "wpt-urltestdata.json").read_text())
     inputs = [c["input"] for c in cases if isinstance(c, dict)]
@@ -116,6 +113,7 @@ def test_fast_path_matches_on_the_whatwg_cases() -> None:
         same(url)
 
 
+@pytest.mark.corpus
 def test_fast_path_matches_on_every_sitemap_url_of_the_corpus() -> None:
     seen = 0
     loc = re.compile(rb"<loc>\s*([^<]*?)\s*</loc>")
@@ -134,6 +132,7 @@ def test_fast_path_matches_on_every_sitemap_url_of_the_corpus() -> None:
     assert seen > 50
 
 
+@pytest.mark.corpus
 def test_fast_path_matches_on_the_links_of_the_real_pages() -> None:
     href = re.compile(rb"""href\s*=\s*["']?(https?://[^"'\s>]+)""", re.IGNORECASE)
     urls = set()

@@ -16,7 +16,7 @@ from changewatch.fingerprint import normalise
 from changewatch.store.tables import page_texts
 from changewatch.store.texts import decompress_text
 
-from ._pages import long_page, one_word_edit, page, rewrite, words
+from .._pages import long_page, one_word_edit, page, rewrite, words
 
 if TYPE_CHECKING:
     from conftest import Clock

@@ -18,7 +18,7 @@ from changewatch.errors import ConfigError, InvalidURLError, SeenSetError
 from changewatch.seen import FileExactSeenSet, MemorySeenSet, SeenSet, open_seen_set
 from changewatch.urls import url_digest
 
-from .redis_fixtures import delete_keys, redis_test_url, unique_key, with_query
+from ..redis_fixtures import delete_keys, redis_test_url, unique_key, with_query
 
 STATS_KEYS = {"kind", "items", "capacity", "bytes", "error_rate", "estimated_error_rate"}
 HEADER_SIZE = 56

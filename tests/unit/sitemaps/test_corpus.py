@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+import shared_corpus
 
 from changewatch.errors import SitemapError, SitemapParseError
 from changewatch.sitemaps import (
@@ -18,11 +17,8 @@ from changewatch.sitemaps import (
     parse_sitemap,
 )
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
-SHARED_CORPUS = Path(
-    os.environ.get("CHANGEWATCH_CORPUS")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
+SHARED_CORPUS = shared_corpus.ROOT
+pytestmark = pytest.mark.corpus
 CC = SHARED_CORPUS / "sitemaps-crawler-commons"
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import event
 from changewatch import ChangeWatch, ConfigError, SeenSetUnavailableError
 from changewatch.errors import SeenSetError
 
-from ._pages import page, snapshot_rows, words
+from .._pages import page, snapshot_rows, words
 
 # A real redis:// seen-set whose server does not answer (nothing listens on port 1).
 UNREACHABLE = "redis://:s3cret@127.0.0.1:1/0?kind=set&timeout=0.5"

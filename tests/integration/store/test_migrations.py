@@ -24,7 +24,7 @@ from changewatch.store.migrate import (
 )
 from changewatch.store.tables import metadata
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "page_snapshots",
     "page_texts",

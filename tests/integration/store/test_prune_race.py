@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from changewatch import ChangeWatch, url_digest
 from changewatch.store.tables import page_snapshots, page_versions
 
-from ._prune_workers import dispatch, pruner, writer
-from ._race_workers import run_processes as _run
+from .._prune_workers import dispatch, pruner, writer
+from .._race_workers import run_processes as _run
 
 WRITERS = 4
 PRUNERS = 2

@@ -26,7 +26,7 @@ from changewatch.seen.redis import (
 from changewatch.seen.redis.layout import TARGET_BLOCK_BITS
 from changewatch.urls import url_digest
 
-from .redis_fixtures import (
+from ..redis_fixtures import (
     assert_bloom_race,
     assert_exact_race,
     delete_keys,

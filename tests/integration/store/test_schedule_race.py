@@ -13,8 +13,8 @@ from changewatch import ChangeWatch, url_digest
 from changewatch.schedule import change_rate, rate_band
 from changewatch.store.tables import page_snapshots, page_texts, page_versions
 
-from ._race_workers import run_processes as _run
-from ._schedule_workers import body, mixed_worker, urls
+from .._race_workers import run_processes as _run
+from .._schedule_workers import body, mixed_worker, urls
 
 WORKERS = 4
 ROUNDS = 40

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+import shared_corpus
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,11 +11,7 @@ from changewatch.errors import UnsafeURLError
 from changewatch.sitemaps.netguard import check_url
 from changewatch.sitemaps.walk import is_site_url, robots_sitemaps
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
-SHARED_CORPUS = Path(
-    os.environ.get("CHANGEWATCH_CORPUS")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
+SHARED_CORPUS = shared_corpus.ROOT
 ROBOTS = SHARED_CORPUS / "sitemaps-crawler-commons" / "robots"
 BASE = "https://site.test/robots.txt"
 NEWSWEEK = ["http://www.newsweek.com/sitemap_index.xml"]
@@ -65,11 +59,13 @@ EXPECTED: dict[str, list[str]] = {
 }
 
 
+@pytest.mark.corpus
 def test_every_corpus_robots_file_has_an_expectation() -> None:
     """The table covers the whole corpus folder (a new file needs an expected outcome)."""
     assert sorted(path.name for path in ROBOTS.glob("*.txt")) == sorted(EXPECTED)
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_robots_sitemaps(name: str) -> None:
     """Each corpus robots.txt yields exactly its sitemaps, in order, without repeats."""

@@ -20,7 +20,7 @@ import pytest
 from changewatch.errors import FetchError, SitemapLimitError, UnsafeURLError
 from changewatch.sitemaps.fetch import DEFAULT_USER_AGENT, SafeClient, system_resolve
 
-from ._http_server import LocalSite, Reply, Seen, serve
+from .._http_server import LocalSite, Reply, Seen, serve
 
 XML = b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>'
 

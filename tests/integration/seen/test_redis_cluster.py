@@ -18,7 +18,7 @@ from changewatch.errors import SeenSetUnavailableError
 from changewatch.seen import open_seen_set
 from changewatch.seen.redis import RedisBloomSeenSet, RedisSeenSet
 
-from .redis_fixtures import (
+from ..redis_fixtures import (
     assert_bloom_race,
     assert_exact_race,
     delete_keys,

@@ -17,12 +17,12 @@ from changewatch import ChangeWatch
 from changewatch.store.tables import metadata
 from changewatch.store.views import VIEW_NAMES
 
-from ._history_data import ABOUT, ARTICLE, FLIP, MINOR, NEWS, SHOP, STATIC, STEADY, populate
+from .._history_data import ABOUT, ARTICLE, FLIP, MINOR, NEWS, SHOP, STATIC, STEADY, populate
 
 if TYPE_CHECKING:
     from conftest import Clock
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "sql.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "sql.md"
 
 
 @dataclass(frozen=True)

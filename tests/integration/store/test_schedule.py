@@ -26,7 +26,7 @@ from changewatch.store.rates import band_expr, rate_expr
 from changewatch.store.schedule import _due
 from changewatch.store.tables import page_snapshots
 
-from ._pages import long_page, rewrite, snapshot
+from .._pages import long_page, rewrite, snapshot
 
 if TYPE_CHECKING:
     from conftest import Clock

@@ -21,7 +21,7 @@ from scrapy.utils.test import get_crawler
 from changewatch.errors import SeenSetUnavailableError
 from changewatch.scrapy import ChangewatchDupeFilter
 
-from .redis_fixtures import skip_or_fail
+from ..redis_fixtures import skip_or_fail
 
 START_TIMEOUT_S = 10.0
 

@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import shared_corpus
 import simhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changewatch import ChangeWatch, ConfigError, PageTooLargeError
+from changewatch import ChangeWatch, ConfigError
 from changewatch.config import (
     fingerprint_policy_from_mapping,
     load_canon_policy,
@@ -56,11 +57,7 @@ from changewatch.fingerprint import (
 from changewatch.fingerprint import simhash as simhash_text
 from changewatch.fingerprint.volatile import strip_volatile_text
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
-SHARED_CORPUS = Path(
-    os.environ.get("CHANGEWATCH_CORPUS")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
+SHARED_CORPUS = shared_corpus.ROOT
 CORPUS = SHARED_CORPUS / "pages-readability"
 MASK64 = (1 << 64) - 1
 
@@ -383,6 +380,7 @@ def test_fingerprint_golden_vectors(page: str, golden: tuple[str, str, int]) -> 
     assert fp.text_length == len(text)
 
 
+@pytest.mark.corpus
 def test_simhash_stable_across_processes(corpus_fingerprints: dict[str, Fingerprint]) -> None:
     """Another interpreter with another PYTHONHASHSEED computes the same simhashes."""
     names = ["001", "aclu", "wikipedia", "nytimes-1"]
@@ -455,6 +453,7 @@ def test_vectorised_simhash_long_words_and_texts(text: str) -> None:
     assert simhash_text(text) == simhash_of_features(simhash_features(text))
 
 
+@pytest.mark.corpus
 def test_simhash_equals_simhash_package_on_corpus(
     corpus_texts: dict[str, str], corpus_fingerprints: dict[str, Fingerprint]
 ) -> None:
@@ -622,6 +621,7 @@ def _one_word_edit(page: bytes) -> bytes | None:
     return page[:start] + b"Xylophone" + page[end:]
 
 
+@pytest.mark.corpus
 def test_noise_only_rerender_keeps_content_hash(
     corpus: dict[str, bytes], corpus_fingerprints: dict[str, Fingerprint]
 ) -> None:
@@ -640,6 +640,7 @@ def test_noise_only_rerender_keeps_content_hash(
     assert rotated_hidden >= 20
 
 
+@pytest.mark.corpus
 def test_one_word_edit_changes_content_hash_and_few_simhash_bits(
     corpus: dict[str, bytes], corpus_fingerprints: dict[str, Fingerprint]
 ) -> None:
@@ -1008,38 +1009,6 @@ def test_bad_input_utf16_with_bom() -> None:
     assert not utf16.binary
 
 
-def test_bad_input_50mb_refused_before_parsing(tmp_path: Path) -> None:
-    """A 50 MB page is refused above max_page_bytes (PageTooLargeError), nothing written."""
-    watch = ChangeWatch(f"sqlite:///{tmp_path}/cw.db", seen_url="memory:")
-    try:
-        page = b"<p>" + b"x" * (50 * 1024 * 1024) + b"</p>"
-        start = time.perf_counter()
-        with pytest.raises(PageTooLargeError) as info:
-            watch.should_parse("https://example.com/huge", page)
-        assert time.perf_counter() - start < 2  # no parse of 50 MB happened
-        assert info.value.limit == watch.max_page_bytes < len(page)
-        assert watch.history("https://example.com/huge") == []
-    finally:
-        watch.close()
-
-
-def test_binary_body_through_should_parse(tmp_path: Path) -> None:
-    """A PDF is new, unchanged on the same bytes, changed on other bytes (never minor)."""
-    watch = ChangeWatch(f"sqlite:///{tmp_path}/cw.db", seen_url="memory:")
-    try:
-        url = "https://example.com/report.pdf"
-        first = watch.should_parse(url, BINARY_BODIES["pdf"])
-        assert first.kind == "new"
-        assert first.content_sha256 == hashlib.sha256(BINARY_BODIES["pdf"]).digest()
-        assert watch.should_parse(url, BINARY_BODIES["pdf"]).kind == "unchanged"
-        changed = watch.should_parse(url, BINARY_BODIES["pdf"] + b"2 0 obj")
-        assert changed.kind == "changed"
-        image = watch.should_parse("https://example.com/a", b"<p>x</p>", content_type="image/png")
-        assert image.simhash == 0
-    finally:
-        watch.close()
-
-
 # --- fingerprint_record -----------------------------------------------------------------------
 
 
@@ -1195,24 +1164,6 @@ def test_policy_toml_bad_values(table: dict[str, Any], message: str) -> None:
         fingerprint_policy_from_mapping(table)
 
 
-def test_change_watch_applies_fingerprint_policy(tmp_path: Path) -> None:
-    """ChangeWatch passes its fingerprint_policy, per host, to normalisation."""
-    policy = FingerprintPolicy(hosts={"example.com": FingerprintPolicy(ignore=(".ad",))})
-    watch = ChangeWatch(
-        f"sqlite:///{tmp_path}/cw.db", seen_url="memory:", fingerprint_policy=policy
-    )
-    try:
-        url = "https://example.com/p"
-        assert watch.should_parse(url, '<p>Story</p><p class="ad">one</p>').kind == "new"
-        again = watch.should_parse(url, '<p>Story</p><p class="ad">two</p>')
-        assert (again.kind, again.path) == ("unchanged", "normalised")
-        other = "https://example.org/p"
-        watch.should_parse(other, '<p>Story</p><p class="ad">one</p>')
-        assert watch.should_parse(other, '<p>Story</p><p class="ad">two</p>').kind != "unchanged"
-    finally:
-        watch.close()
-
-
 volatile_module = importlib.import_module("changewatch.fingerprint.volatile")
 
 _VOLATILE_FRAGMENTS = [
@@ -1290,7 +1241,6 @@ def test_a_policy_ignoring_the_root_element_keeps_nothing() -> None:
 
 
 def test_should_parse_takes_a_page_with_a_hidden_root(tmp_path: Path) -> None:
-    from changewatch import ChangeWatch
 
     with ChangeWatch(database_url=f"sqlite:///{tmp_path / 'h.db'}", seen_url="memory:") as watch:
         first = watch.should_parse("https://example.com/h", b"<html hidden><p>a</p></html>")
