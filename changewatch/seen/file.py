@@ -7,6 +7,15 @@ Both keep the set in memory and save it atomically — a temporary file beside t
 or the new file, never a broken one. One process at a time may hold a file open (an
 exclusive ``flock`` on ``PATH.lock``); a second is refused with a clear error.
 
+A path that is a symlink is resolved when the set is opened: the lock, the temporary file and
+the rename are those of the file the link names, so the link stays a link and opening the
+link and its target are refused alike. The lock belongs to the process that opened the set:
+a child forked from it (``multiprocessing``'s fork start method, Scrapy or Celery workers)
+inherits the object but may not use it — every operation there raises
+:class:`~changewatch.errors.SeenSetError`, and its ``close()`` lets go of the inherited
+descriptor without saving and without releasing the parent's lock. Open the seen-set in
+the child, after the fork (one process at a time), or share one through ``redis://``.
+
 Exact-set file (integers big-endian)::
 
     offset  size  field
@@ -90,6 +99,14 @@ SCALABLE_GROWTH = 2
 SCALABLE_TIGHTENING = 0.5
 
 
+def _resolve(path: Path) -> Path:
+    """The absolute path with every symlink followed (a missing file: where it will be)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise SeenSetError(f"cannot resolve seen-set path {path}: {exc}") from exc
+
+
 class _FileSeenSet:
     """The lock, atomic saves and checkpoints shared by the file backends."""
 
@@ -98,7 +115,8 @@ class _FileSeenSet:
     def __init__(
         self, path: str | os.PathLike[str], checkpoint_items: int | None, checkpoint_s: float
     ) -> None:
-        self.path = Path(path)
+        self.path = _resolve(Path(path))
+        self._owner_pid = os.getpid()
         self._checkpoint_items = checkpoint_items
         self._checkpoint_s = checkpoint_s
         self._last_save = time.monotonic()
@@ -124,8 +142,20 @@ class _FileSeenSet:
         return fd
 
     def _release_lock(self) -> None:
-        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        if os.getpid() == self._owner_pid:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        # In a forked child only the inherited descriptor goes: the parent's lock stays.
         os.close(self._lock_fd)
+
+    def _check_owner(self) -> None:
+        """Refuse a forked child: its copy of the set and of the lock are the parent's."""
+        if os.getpid() != self._owner_pid:
+            raise SeenSetError(
+                f"seen-set file {self.path} was opened by process {self._owner_pid}; this "
+                f"process ({os.getpid()}) is a fork of it and may not use it (its adds would "
+                "be lost, and its saves would overwrite the parent's): open the seen-set in "
+                "this process after the fork, or share one through a redis:// seen-set"
+            )
 
     def _read(self) -> bytes | None:
         """The file's bytes, or None when it does not exist yet."""
@@ -137,6 +167,7 @@ class _FileSeenSet:
             raise SeenSetError(f"cannot read seen-set file {self.path}: {exc.strerror}") from exc
 
     def _check_open(self) -> None:
+        self._check_owner()
         if self._closed:
             raise SeenSetError(f"seen-set {self.path} is closed")
 
@@ -182,7 +213,15 @@ class _FileSeenSet:
             self._save()
 
     def close(self) -> None:
-        """Save and release the file; later calls do nothing."""
+        """Save and release the file; later calls do nothing.
+
+        In a process forked from the one that opened it: only drop the inherited descriptor.
+        """
+        if os.getpid() != self._owner_pid:
+            if not self._closed:
+                self._closed = True
+                os.close(self._lock_fd)
+            return
         with self._lock:
             if self._closed:
                 return
@@ -224,6 +263,7 @@ class FileExactSeenSet(_FileSeenSet):
         return out
 
     def __contains__(self, item: object) -> bool:
+        self._check_owner()
         return set_contains(self._items, item)
 
     def __len__(self) -> int:
@@ -331,6 +371,7 @@ class FileBloomSeenSet(_FileSeenSet):
         return out
 
     def __contains__(self, item: object) -> bool:
+        self._check_owner()
         if isinstance(item, str):
             item = to_digest(item)
         return any(item in bloom for bloom in self._filters)
