@@ -24,18 +24,35 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
+from changewatch.seen.ageing import Ageing, Clock
 from changewatch.seen.file import (
-    DEFAULT_BLOOM_CAPACITY,
-    DEFAULT_BLOOM_ERROR_RATE,
     DEFAULT_CHECKPOINT_ITEMS,
     DEFAULT_CHECKPOINT_S,
-    FileBloomSeenSet,
     FileExactSeenSet,
 )
-from changewatch.seen.memory import MemorySeenSet
+from changewatch.seen.file_bloom import (
+    DEFAULT_BLOOM_CAPACITY,
+    DEFAULT_BLOOM_ERROR_RATE,
+    FileBloomSeenSet,
+)
+from changewatch.seen.memory import (
+    DEFAULT_MEMORY_BLOOM_CAPACITY,
+    DEFAULT_MEMORY_BLOOM_ERROR_RATE,
+    MemoryBloomSeenSet,
+    MemorySeenSet,
+)
 from changewatch.seen.options import SeenURL
 
-__all__ = ["FileBloomSeenSet", "FileExactSeenSet", "MemorySeenSet", "SeenSet", "open_seen_set"]
+__all__ = [
+    "Ageing",
+    "Clock",
+    "FileBloomSeenSet",
+    "FileExactSeenSet",
+    "MemoryBloomSeenSet",
+    "MemorySeenSet",
+    "SeenSet",
+    "open_seen_set",
+]
 
 
 @runtime_checkable
@@ -53,25 +70,27 @@ class SeenSet(Protocol):
 
     def stats(self) -> Mapping[str, Any]:
         """``kind``, ``capacity``, ``items``, ``bits``, ``bytes``, ``error_rate`` (configured)
-        and ``estimated_error_rate`` (at the current fill), plus backend figures."""
+        and ``estimated_error_rate`` (at the current fill), plus backend figures; an ageing
+        set adds ``max_age_s``, ``window_s``, ``live_generations`` and ``generations``."""
 
     def close(self) -> None:
         """Persist (where the backend does) and release resources."""
 
 
-def open_seen_set(url: str) -> SeenSet:
+def open_seen_set(url: str, *, clock: Clock | None = None) -> SeenSet:
     """Build a seen-set from its URL; :class:`~changewatch.errors.ConfigError` if malformed.
+
+    ``clock`` (seconds since the epoch; default :func:`time.time`) is what an ageing seen-set
+    reads "now" from.
 
     >>> open_seen_set("memory:").stats()["kind"]
     'memory-exact'
     """
     parsed = SeenURL(url)
     if parsed.scheme == "memory":
-        parsed.choice("kind", "exact", ("exact",))
-        parsed.done()
-        return MemorySeenSet()
+        return _open_memory(parsed, clock)
     if parsed.scheme == "file":
-        return _open_file(parsed)
+        return _open_file(parsed, clock)
     if parsed.scheme in ("redis", "rediss", "redis+cluster"):
         try:
             from changewatch.seen.redis import open_redis_seen_set
@@ -79,11 +98,25 @@ def open_seen_set(url: str) -> SeenSet:
             raise parsed.error(
                 "redis:// seen-sets need the redis extra: pip install 'changewatch[redis]'"
             ) from exc
-        return open_redis_seen_set(parsed)
+        return open_redis_seen_set(parsed, clock=clock)
     raise parsed.error(f"unknown scheme {parsed.scheme!r} (expected memory:, file: or redis://)")
 
 
-def _open_file(parsed: SeenURL) -> SeenSet:
+def _open_memory(parsed: SeenURL, clock: Clock | None) -> SeenSet:
+    kind = parsed.choice("kind", "exact", ("exact", "bloom"))
+    ageing = parsed.ageing()
+    if kind == "exact":
+        parsed.done()
+        return MemorySeenSet(ageing=ageing, clock=clock)
+    capacity = parsed.integer("capacity", DEFAULT_MEMORY_BLOOM_CAPACITY)
+    assert capacity is not None
+    error_rate = parsed.rate("error_rate", DEFAULT_MEMORY_BLOOM_ERROR_RATE)
+    parsed.done()
+    return MemoryBloomSeenSet(capacity=capacity, error_rate=error_rate, ageing=ageing, clock=clock)
+
+
+def file_path(parsed: SeenURL) -> str:
+    """The path a ``file:`` URL names (``file:PATH`` or ``file://PATH``)."""
     rest = parsed.url.partition(":")[2]
     path = (
         unquote(parsed.parts.netloc + parsed.parts.path)
@@ -92,16 +125,26 @@ def _open_file(parsed: SeenURL) -> SeenSet:
     )
     if not path:
         raise parsed.error("names no file")
+    return path
+
+
+def _open_file(parsed: SeenURL, clock: Clock | None) -> SeenSet:
+    path = file_path(parsed)
     kind = parsed.choice("kind", "exact", ("exact", "bloom"))
     checkpoint = parsed.integer("checkpoint", DEFAULT_CHECKPOINT_ITEMS)
     checkpoint_s = parsed.seconds("checkpoint_s", DEFAULT_CHECKPOINT_S)
+    ageing = parsed.ageing()
     if kind == "exact":
         parsed.done()
-        return FileExactSeenSet(path, checkpoint_items=checkpoint, checkpoint_s=checkpoint_s)
+        return FileExactSeenSet(
+            path, checkpoint_items=checkpoint, checkpoint_s=checkpoint_s, ageing=ageing, clock=clock
+        )
     capacity = parsed.integer("capacity", DEFAULT_BLOOM_CAPACITY)
     assert capacity is not None
     error_rate = parsed.rate("error_rate", DEFAULT_BLOOM_ERROR_RATE)
     scalable = parsed.flag("scalable", False)
+    if scalable and ageing is not None:
+        raise parsed.error("scalable= does not combine with max_age= (ageing generations grow)")
     parsed.done()
     return FileBloomSeenSet(
         path,
@@ -110,4 +153,6 @@ def _open_file(parsed: SeenURL) -> SeenSet:
         scalable=scalable,
         checkpoint_items=checkpoint,
         checkpoint_s=checkpoint_s,
+        ageing=ageing,
+        clock=clock,
     )

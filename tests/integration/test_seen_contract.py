@@ -397,7 +397,7 @@ def test_file_unreadable_path_is_seen_set_error(tmp_path: Path) -> None:
         ("file:", "names no file"),
         ("file://", "names no file"),
         ("file:?checkpoint=2", "names no file"),
-        ("memory:?kind=bloom", "kind='bloom'"),
+        ("memory:?kind=cuckoo", "kind='cuckoo' is not one of exact, bloom"),
         ("memory:?x=1", "unknown option"),
         ("file:x?bogus=1", "unknown option(s) bogus"),
         ("file:x?checkpoint=abc", "checkpoint='abc' is not a whole number"),
