@@ -95,7 +95,9 @@ def compound_error_rate(rates: Iterable[float]) -> float:
 
 
 def generation_error_rate(total: float, live: int) -> float:
-    """Each filter's rate so that ``live`` full filters compound to ``total``: ``1 − (1 − P)^(1/L)``.
+    """Each filter's rate so that ``live`` full filters compound to ``total``.
+
+    ``p = 1 − (1 − P)^(1/L)``.
 
     >>> round(generation_error_rate(0.001, 4), 9)
     0.000250094

@@ -185,5 +185,5 @@ def test_a_symlink_loop_is_a_seen_set_error(tmp_path: Path) -> None:
     """A path that is a symlink loop raises SeenSetError naming it, not a bare OSError."""
     loop = tmp_path / "loop.seen"
     loop.symlink_to(loop)
-    with pytest.raises(SeenSetError, match="loop.seen"):
+    with pytest.raises(SeenSetError, match=r"loop\.seen"):
         open_seen_set(f"file:{loop}")
