@@ -42,6 +42,9 @@ from changewatch.seen.memory import (
     MemorySeenSet,
 )
 from changewatch.seen.options import SeenURL
+from changewatch.seen.routed import RoutedSeenSet, RoutePolicy, open_routed
+
+_SCHEMES = ("memory", "file", "redis", "rediss", "redis+cluster")
 
 __all__ = [
     "Ageing",
@@ -50,6 +53,8 @@ __all__ = [
     "FileExactSeenSet",
     "MemoryBloomSeenSet",
     "MemorySeenSet",
+    "RoutePolicy",
+    "RoutedSeenSet",
     "SeenSet",
     "open_seen_set",
 ]
@@ -87,6 +92,8 @@ def open_seen_set(url: str, *, clock: Clock | None = None) -> SeenSet:
     'memory-exact'
     """
     parsed = SeenURL(url)
+    if parsed.options.get("kind") == "route" and parsed.scheme in _SCHEMES:
+        return open_routed(parsed, clock, open_seen_set)
     if parsed.scheme == "memory":
         return _open_memory(parsed, clock)
     if parsed.scheme == "file":
