@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from ._race_workers import run_processes
-from ._redis_workers import ageing_add_worker, add_worker, race_sample
+from ._redis_workers import add_worker, ageing_add_worker, race_sample
 
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 

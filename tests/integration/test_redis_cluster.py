@@ -224,7 +224,7 @@ def test_ageing_and_forgetting_through_the_cluster(cluster: Cluster, key: str, k
 def test_race_across_a_generation_boundary_through_the_cluster(
     cluster: Cluster, key: str, kind: str
 ) -> None:
-    """4 processes on an ageing seen-set in the cluster while a generation starts: none new twice."""
+    """4 processes on an ageing cluster seen-set while a generation starts: none new twice."""
     query = "kind=set" if kind == "set" else "kind=bloom&capacity=60000&error_rate=0.01"
     url = f"{cluster.url}?{query}&key={key}:{kind}&max_age=30&window=10"
     news, added, spans = run_ageing_race(

@@ -484,7 +484,7 @@ def clock() -> DrivenClock:
 
 @pytest.fixture
 def open_url(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., SeenSet]]:
-    """Factory: ``open_url(query_or_url, clock)`` → a seen-set (Redis: a fresh key), closed after."""
+    """Factory: ``open_url(url_or_query, clock)`` → a seen-set (Redis: a fresh key), closed."""
     opened: list[SeenSet] = []
     prefixes: list[str] = []
 
@@ -623,7 +623,7 @@ def test_ageing_redis_refuses_other_parameters_on_its_key(
     with pytest.raises(SeenSetError, match="max_age"):
         open_url(AGEING_BACKENDS[name](Path()).replace("max_age=30", "max_age=60"), redis_key=key)
     plain = AGEING_BACKENDS[name](Path()).replace(f"&{AGEING}", "")
-    with pytest.raises(SeenSetError, match="ageing|max_age"):
+    with pytest.raises(SeenSetError, match=r"ageing|max_age"):
         open_url(plain, redis_key=key)
     other = unique_key(f"plain-key-{name}")
     open_url(plain, redis_key=other).add("https://a.example/")
@@ -694,7 +694,7 @@ def test_file_forget_is_saved(
 def test_bloom_filters_refuse_to_forget_and_say_why(
     name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
 ) -> None:
-    """forget on a Bloom filter raises ForgetNotSupportedError pointing at max_age; nothing changes."""
+    """forget on a Bloom filter raises ForgetNotSupportedError naming max_age; no change."""
     seen = open_url(NOT_FORGETTING[name](tmp_path), clock)
     seen.add("https://example.com/a")
     for call in (
