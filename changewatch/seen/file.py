@@ -282,6 +282,13 @@ class FileExactSeenSet(_FileSeenSet):
             self._added(sum(out))
         return out
 
+    def members(self) -> set[bytes]:
+        """Every digest held in a live generation (a copy)."""
+        self._check_owner()
+        with self._lock:
+            self._generations.expire(self._clock())
+            return set(self._items)
+
     def __contains__(self, item: object) -> bool:
         self._check_owner()
         if isinstance(item, str):

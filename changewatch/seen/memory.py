@@ -95,6 +95,12 @@ class MemorySeenSet:
         with self._lock:
             return self._generations.forget_many(batch)
 
+    def members(self) -> set[bytes]:
+        """Every digest held in a live generation (a copy)."""
+        with self._lock:
+            self._generations.expire(self._clock())
+            return set().union(*self._generations.generations.values())
+
     def __contains__(self, item: object) -> bool:
         if isinstance(item, str):
             item = to_digest(item)

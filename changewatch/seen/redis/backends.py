@@ -389,6 +389,11 @@ class RedisSeenSet(_RedisBase):
         ]
         return _flags(self._execute(calls)).tolist() if calls else []
 
+    def members(self) -> set[bytes]:
+        """Every digest in the set (``SSCAN``; meant for small sets, such as a retry set)."""
+        with self._errors():
+            return {bytes(d) for d in self._client.sscan_iter(self.key, count=1000)}
+
     def contains_many(self, items: Iterable[str | bytes]) -> list[bool]:
         digests = to_digests(items)
         found: list[int] = []
