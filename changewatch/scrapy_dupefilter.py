@@ -178,7 +178,7 @@ def retry_url_for(settings: Any, seen_url: str) -> str:
     if scheme == "file":
         return f"{base}.retry"
     options = dict(parse_qsl(query))
-    kept = {k: options[k] for k in ("timeout", "replay_s") if k in options}
+    kept: dict[str, str] = {k: options[k] for k in ("timeout", "replay_s") if k in options}
     key = options.get("key", "changewatch:seen")
     query_out: dict[str, str] = {"kind": "set", "key": f"{key}:retry", **kept}
     return f"{base}?{urlencode(query_out)}"
