@@ -4,18 +4,30 @@ Every backend implements :class:`SeenSet` over 16-byte URL digests
 (:func:`changewatch.urls.url_digest`; a ``str`` given instead is canonicalised and digested).
 :func:`open_seen_set` builds one from a URL:
 
-``memory:``
+``memory:`` (``kind=exact``)
     an exact in-process set (:class:`MemorySeenSet`);
+``memory:?kind=bloom&capacity=N&error_rate=P``
+    an in-process Bloom filter that grows by equal filters when full (:class:`MemoryBloomSeenSet`);
 ``file:PATH?kind=exact``
     an exact set persisted to ``PATH`` (:class:`FileExactSeenSet`);
 ``file:PATH?kind=bloom&capacity=N&error_rate=P[&scalable=1]``
     a Bloom filter persisted to ``PATH`` (:class:`FileBloomSeenSet`); ``scalable=1`` chains
     sub-filters past the capacity instead of letting the error rate grow;
 ``redis://host:port/db?kind=set|bloom&key=NAME&capacity=N&error_rate=P&ttl=SECONDS``
-    shared by every worker (:mod:`changewatch.seen.redis`, needs the ``redis`` extra).
+    shared by every worker (:mod:`changewatch.seen.redis`, needs the ``redis`` extra; also
+    ``timeout``, ``blocks``, ``replay_s``);
+``…?kind=route&exact_hosts=H1,.domain&…`` or ``…?kind=route&policy=PATH.toml``
+    on any of them: listed hosts to an exact set, the rest to a Bloom filter
+    (:mod:`changewatch.seen.routed`).
 
-File options: ``checkpoint_s=SECONDS`` saves at most that long after an addition (default
-30); ``checkpoint=N`` also saves every N additions; and ``close()`` always saves.
+On every backend ``max_age=DURATION&window=DURATION`` (``7d``, ``12h``, ``90``…; ``window``
+defaults to ``max_age / 4`` and must divide it) forgets each entry between ``max_age`` and
+``max_age + window`` after it was added (:mod:`changewatch.seen.ageing`); "now" is
+``open_seen_set(url, clock=…)``'s clock. File options: ``checkpoint_s=SECONDS`` saves at most
+that long after an addition (default 30); ``checkpoint=N`` also saves every N additions; and
+``close()`` always saves. Exact sets also ``forget(item)`` / ``forget_many(items)``; Bloom
+filters raise :class:`~changewatch.errors.ForgetNotSupportedError` there. A malformed option
+raises :class:`~changewatch.errors.ConfigError` naming it. docs/seen-sets.md has the table.
 """
 
 from __future__ import annotations

@@ -15,13 +15,20 @@
     cadence. The next add after expiry starts a new, empty window. Needs Redis ≥ 7.0.
 ``timeout=SECONDS``
     connect and read timeout of every command (default 5 s to connect, 10 s to read).
+``max_age=DURATION&window=DURATION``
+    ageing generations (:mod:`changewatch.seen.redis.generations`); not with ``ttl``, and the
+    key may not contain braces.
+``replay_s=DURATION``
+    how long the server keeps each add's answers for a retry of it (default 300 s).
 
 Check-and-set is one atomic server-side step: a Lua script per key (``EVALSHA``; loaded on
 open and again after ``NOSCRIPT``) adds a whole chunk of digests and answers one byte per
 digest, so two workers never both see the same URL as new, and a batch costs one round trip.
-redis-py's own retries are switched off: a check-and-set whose reply was lost cannot be
-replayed without turning "new" into "seen", so the caller gets :class:`SeenSetUnavailableError`
-(``retryable``) and decides.
+redis-py's own retries are switched off: the caller gets :class:`SeenSetUnavailableError`
+(``retryable``) and decides. Each adding call runs under a token whose answers the server
+keeps for ``replay_s`` (:mod:`changewatch.seen.redis.scripts`); the next add of any URL of a
+call whose reply was lost sends it again under the same token, so the retry gets the answers
+of the add that timed out instead of "seen".
 
 Bloom layout (``key=K``): ``blocks`` bitmaps ``K:{TAG_b}`` of ``bits_per_block`` bits each and
 a hash ``K:meta`` holding the parameters (:func:`bloom_block_layout`, :func:`block_tags`). A URL
