@@ -36,8 +36,6 @@ from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint import (
     DEFAULT_POLICY,
-    _utf8_source,
-    _visible_text,
     content_sha256,
     decode_html,
     fingerprint,
@@ -45,6 +43,8 @@ from changewatch.fingerprint import (
     raw_sha256,
     simhash,
 )
+from changewatch.fingerprint.decode import utf8_source
+from changewatch.fingerprint.text import _visible_text
 
 # ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides).
 CORPUS = (
@@ -84,7 +84,7 @@ def main() -> None:
     repeats = 3 if args.quick else args.repeats
     megabytes = sum(map(len, pages)) / 1e6
     # What fingerprint() hands the parser: the bytes when they are valid UTF-8, else the text.
-    sources = [_utf8_source(p, None) or decode_html(p) for p in pages]
+    sources = [utf8_source(p, None) or decode_html(p) for p in pages]
     texts = [normalise(p) for p in pages]
     overflow = []
     for index, text in enumerate(texts):

@@ -32,7 +32,7 @@ import near_dup_quality as quality
 
 from changewatch.fingerprint import normalise
 
-simhash64 = importlib.import_module("changewatch.simhash64")
+simhash64 = importlib.import_module("changewatch.fingerprint.simhash64")
 MINOR = 3
 
 

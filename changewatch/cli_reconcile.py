@@ -37,9 +37,11 @@ from rich.text import Text
 
 from changewatch.config import Settings
 from changewatch.errors import ChangewatchError, InvalidURLError
-from changewatch.host_index import DEFAULT_MAX_ROWS
-from changewatch.reconcile import HostResult, ReconcileResult, run_reconcile, site_host
-from changewatch.reconcile_walk import WalkSource
+from changewatch.reconcile.index import DEFAULT_MAX_ROWS
+from changewatch.reconcile.job import run_reconcile
+from changewatch.reconcile.plan import site_host
+from changewatch.reconcile.sources import WalkSource
+from changewatch.reconcile.values import HostResult, ReconcileResult
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
 from changewatch.store.reconcile import ReconcileStore

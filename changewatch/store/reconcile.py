@@ -1,6 +1,6 @@
 """The snapshot store's side of sitemap reconciliation: exact lookups, host scans, run records.
 
-Every statement the reconciliation job (:mod:`changewatch.reconcile`) runs is here:
+Every statement the reconciliation job (:mod:`changewatch.reconcile.job`) runs is here:
 
 * :meth:`ReconcileStore.lookup` reads, for a batch of URL digests, what the store knows of
   each page — exactly, from ``page_snapshots`` (never from a seen-set, whose Bloom false
@@ -27,7 +27,6 @@ import fcntl
 import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -36,7 +35,8 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.engine import Connection, make_url
 
-from changewatch.host_index import HostIndex, IndexBuilder, RowFormatError
+from changewatch.reconcile.index import HostIndex, IndexBuilder, RowFormatError
+from changewatch.reconcile.values import Finding, StoredPage
 from changewatch.store.store import SnapshotStore, _translate
 from changewatch.store.tables import (
     page_snapshots,
@@ -135,7 +135,7 @@ _PG_FINDINGS_COPY = (
     "stored_last_seen, sitemap) FROM STDIN"
 )
 #: The pages of one host for :meth:`ReconcileStore.host_index`, one packed 40-byte ``bytea`` a
-#: row (:data:`~changewatch.host_index.ROW_BYTES`): one bytes object per row to the client
+#: row (:data:`~changewatch.reconcile.index.ROW_BYTES`): one bytes object per row to the client
 #: instead of four values. A page with one version sends ``-infinity`` as its previous
 #: ``last_seen``; the previous version is probed only for pages with more than one (a
 #: ``CASE`` around a subquery: a ``LATERAL`` join cost 60% more server time per row even
@@ -152,34 +152,6 @@ _PG_HOST_ROWS = """SELECT s.url_digest
   FROM page_snapshots s
   WHERE s.host = %s"""
 _SQLITE_LOOKUP = _sqlite_lookup()
-
-
-@dataclass(frozen=True, slots=True)
-class StoredPage:
-    """What the store holds of one listed page."""
-
-    url_digest: bytes
-    host: str
-    last_seen: datetime
-    last_changed: datetime
-    version_count: int
-    #: ``last_seen`` of the version before the current one (``None`` for a first version):
-    #: the last fetch that still saw the old content.
-    previous_last_seen: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One row of ``reconcile_findings``."""
-
-    kind: str
-    host: str
-    #: The URL as the URL-storage policy allows (``None`` under ``none``).
-    url: str | None
-    url_digest: bytes
-    sitemap_lastmod: datetime | None = None
-    stored_last_seen: datetime | None = None
-    sitemap: str | None = None
 
 
 def lock_key(site: str) -> int:
@@ -242,7 +214,7 @@ class ReconcileStore:
                 yield [bytes(digest) for digest in part]
 
     def host_index(self, host: str, max_rows: int) -> HostIndex | None:
-        """Every stored page of ``host`` as a :class:`~changewatch.host_index.HostIndex`,
+        """Every stored page of ``host`` as a :class:`~changewatch.reconcile.index.HostIndex`,
         streamed from one query (a server-side cursor, packed binary rows); ``None`` where
         batched :meth:`lookup` calls must do instead: on SQLite (its lookups are in-process
         already), for a host of more than ``max_rows`` pages, or if a row has another shape.

@@ -11,15 +11,16 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch
-from changewatch.host_index import DEFAULT_MAX_ROWS
 from changewatch.reconcile import (
+    Finding,
     ReconcileResult,
     StaticSource,
     reconcile,
     run_reconcile,
 )
+from changewatch.reconcile.index import DEFAULT_MAX_ROWS
 from changewatch.sitemaps.model import SitemapURL
-from changewatch.store.reconcile import Finding, ReconcileStore
+from changewatch.store.reconcile import ReconcileStore
 from changewatch.store.tables import reconcile_findings, reconcile_runs
 from changewatch.urls import url_digest
 

@@ -13,14 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from changewatch.errors import InvalidURLError
-from changewatch.urls import (
-    _SIMPLE_URL,
-    DEFAULT_POLICY,
-    CanonPolicy,
-    HostPolicy,
-    _canonicalise_parsed,
-    canonicalise,
-)
+from changewatch.urls import DEFAULT_POLICY, CanonPolicy, HostPolicy, canonicalise
+from changewatch.urls.canon import _SIMPLE_URL, _canonicalise_parsed
 
 SHARED_CORPUS = Path(
     os.environ.get("CHANGEWATCH_CORPUS")

@@ -33,6 +33,7 @@ from changewatch.config import (
     load_settings,
 )
 from changewatch.fingerprint import (
+    DEFAULT_POLICY,
     DEFAULT_VOLATILE_PATTERNS,
     DROPPED_TAGS,
     FINGERPRINT_VERSION,
@@ -53,6 +54,7 @@ from changewatch.fingerprint import (
     strip_volatile,
 )
 from changewatch.fingerprint import simhash as simhash_text
+from changewatch.fingerprint.volatile import strip_volatile_text
 
 # ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides); see its README.
 SHARED_CORPUS = Path(
@@ -470,7 +472,7 @@ def test_simhash_equals_simhash_package_on_corpus(
 
 def test_word_characters_are_what_the_feature_regex_calls_words() -> None:
     """The numpy word mask agrees with ``\\w`` (str.isalnum() or "_") on every code point."""
-    simhash_module = importlib.import_module("changewatch.simhash64")
+    simhash_module = importlib.import_module("changewatch.fingerprint.simhash64")
     codes = np.arange(0x110000, dtype=np.uint32)
     mask = simhash_module._word_mask(codes)
     word = re.compile(r"\w")
@@ -667,7 +669,13 @@ def test_one_word_edit_changes_content_hash_and_few_simhash_bits(
 def test_fingerprint_module_doctests() -> None:
     """The doctest examples of the fingerprint, SimHash and record modules hold."""
     attempted = 0
-    for name in ("changewatch.fingerprint", "changewatch.simhash64", "changewatch.records"):
+    for name in (
+        "changewatch.fingerprint.decode",
+        "changewatch.fingerprint.text",
+        "changewatch.fingerprint.page",
+        "changewatch.fingerprint.simhash64",
+        "changewatch.fingerprint.records",
+    ):
         result = doctest.testmod(importlib.import_module(name))
         assert result.failed == 0, name
         attempted += result.attempted
@@ -1205,7 +1213,7 @@ def test_change_watch_applies_fingerprint_policy(tmp_path: Path) -> None:
         watch.close()
 
 
-fingerprint_module = importlib.import_module("changewatch.fingerprint")
+volatile_module = importlib.import_module("changewatch.fingerprint.volatile")
 
 _VOLATILE_FRAGMENTS = [
     "generated at 2026-03-01t12:00:00z",
@@ -1232,10 +1240,10 @@ _VOLATILE_FRAGMENTS = [
 def test_windowed_volatile_search_equals_the_whole_text_search(parts: list[str]) -> None:
     """strip_volatile's anchor windows remove exactly what the pattern over the text would."""
     text = " ".join(" ".join(parts).split())
-    pattern = fingerprint_module.DEFAULT_POLICY._volatile_re
+    pattern = DEFAULT_POLICY._volatile_re
     assert pattern is not None
-    expected = fingerprint_module._strip_to_fixed_point(text, pattern)
-    assert fingerprint_module.strip_volatile(text) == expected
+    expected = volatile_module._strip_to_fixed_point(text, pattern)
+    assert strip_volatile(text) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -1250,8 +1258,9 @@ def test_volatile_search_on_collapsed_text_equals_the_public_one(parts: list[str
     """On normalise_text output, normalise's strip (no final collapsing pass) returns what
     strip_volatile returns."""
     text = normalise_text(" ".join(parts))
-    policy = fingerprint_module.DEFAULT_POLICY
-    assert fingerprint_module._strip_volatile(text, policy, collapsed=True) == strip_volatile(text)
+    pattern = DEFAULT_POLICY._volatile_re
+    stripped = strip_volatile_text(text, pattern, default=True, collapsed=True)
+    assert stripped == strip_volatile(text)
 
 
 @pytest.mark.parametrize(
@@ -1287,3 +1296,11 @@ def test_should_parse_takes_a_page_with_a_hidden_root(tmp_path: Path) -> None:
         first = watch.should_parse("https://example.com/h", b"<html hidden><p>a</p></html>")
         again = watch.should_parse("https://example.com/h", b"<html hidden><p>b</p></html>")
     assert (first.kind, again.kind) == ("new", "unchanged")
+
+
+def test_feature_hash_takes_features_of_any_word_count() -> None:
+    """A feature of five or more words hashes (its rotations wrap mod 64) instead of raising."""
+    assert len(feature_hash(b"a b c d e f g")) == 8
+    assert feature_hash(b"a b c d e") != feature_hash(b"a b c d f")
+    # features of up to four words keep the values they had (word 3 is rotated by 63 bits)
+    assert feature_hash(b"a b c d").hex() == "795f9996599ddcc9"

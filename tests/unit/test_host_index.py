@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from changewatch.digest_table import halves
-from changewatch.host_index import (
+from changewatch.reconcile.index import (
     NO_TIME,
     ROW_BYTES,
     HostIndex,
     IndexBuilder,
     RowFormatError,
     from_micros,
+    halves,
     to_micros,
 )
 

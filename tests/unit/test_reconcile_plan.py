@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from changewatch.cli_reconcile import parse_duration
-from changewatch.digest_table import DigestTable
-from changewatch.reconcile import LastmodTrust, classify, lastmod_verdict, site_host
-from changewatch.store.reconcile import StoredPage, lock_key
+from changewatch.reconcile import LastmodTrust, StoredPage, classify, lastmod_verdict, site_host
+from changewatch.reconcile.index import DigestTable
+from changewatch.store.reconcile import lock_key
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

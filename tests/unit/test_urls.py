@@ -761,17 +761,16 @@ def _reference_canonicalise(url: str, policy: CanonPolicy) -> str:
     tested); the outputs and errors must be the same."""
     from ada_url._ada_wrapper import ffi, lib
 
-    from changewatch._url_reasons import refusal_reason
-    from changewatch.urls import (
+    from changewatch.urls.canon import (
         _CONTROL_RE,
-        _ESCAPE_RE,
         _JSESSIONID_RE,
         _SCHEME_RE,
         _SLASHES_RE,
         _check_domain,
-        _escape,
         _remove_dot_segments,
     )
+    from changewatch.urls.escapes import _ESCAPE_RE, _escape
+    from changewatch.urls.reasons import refusal_reason
 
     if len(url) > policy.max_length:
         raise InvalidURLError(url, f"longer than {policy.max_length} characters")

@@ -1,7 +1,7 @@
 """The sitemap source of a reconcile run: discover and walk each site with the safe fetcher.
 
 :class:`WalkSource` adapts :func:`changewatch.sitemaps.walk.walk` (robots.txt discovery,
-index recursion, limits, SSRF checks) to the :class:`~changewatch.reconcile.SitemapSource`
+index recursion, limits, SSRF checks) to the :class:`~changewatch.reconcile.values.SitemapSource`
 the reconciliation streams from. Each ``SITE_OR_SITEMAP_URL`` argument is walked on its own,
 so completeness is known per argument: a host is *complete* — its vanished pages may be
 reported — only if every argument naming it was walked without an error or a limit hit.
@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 from changewatch.errors import InvalidURLError, SitemapError
-from changewatch.reconcile import SitemapProblem, WalkOutcome, site_host
+from changewatch.reconcile.plan import site_host
+from changewatch.reconcile.values import SitemapProblem, WalkOutcome
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits, SitemapURL
 from changewatch.sitemaps.walk import SitemapFetched, WalkReport, starts_for, walk

@@ -1,143 +1,55 @@
-"""Sitemap reconciliation: what the crawl missed, what is stale, what vanished.
+"""The reconcile job: stream a source's entries against the store; record the run.
 
-The job compares what a site's sitemaps list with what the snapshot store holds, per host:
+:func:`reconcile` streams the entries through canonicalisation, batched exact lookups (or a
+host read whole into a :class:`~changewatch.reconcile.index.HostIndex`) and per-host digest
+tables (:class:`~changewatch.reconcile.index.DigestTable`), so its memory stays flat
+whatever the number of URLs; findings go to a ``sink`` as they are found. The rules are
+:mod:`changewatch.reconcile.plan`'s. :func:`run_reconcile` wraps it with the run record in
+``reconcile_runs`` / ``reconcile_findings``.
 
-* **missing** — listed, never stored (looked up exactly in ``page_snapshots``, never in a
-  seen-set, so a URL a Bloom filter wrongly reported as seen is caught here);
-* **stale** — stored, but the entry's ``lastmod`` is newer than the page's ``last_seen``;
-* **fresh** — stored and not stale (including entries without a ``lastmod``);
-* **vanished** — stored pages of the host that no sitemap of the host listed. Only computed
-  for a host whose every walk completed without error: a sitemap that failed to load would
-  otherwise make all its pages look vanished.
-
-The **lastmod trust** figure of a host (:func:`lastmod_verdict`, docs/reconcile.md) says how
-far its ``lastmod`` values match the changes the store actually observed.
-
-The pure part (:func:`classify`, :func:`lastmod_verdict`) takes values and returns values.
-:func:`reconcile` streams the entries through canonicalisation, batched exact lookups and
-the per-host digest tables (:class:`~changewatch.digest_table.DigestTable`), so its memory
-stays flat whatever the number of URLs; findings go to a ``sink`` as they are found.
-:func:`run_reconcile` wraps it with the run record in ``reconcile_runs`` /
-``reconcile_findings``.
+Vanished pages are only computed for a host whose every walk completed without error: a
+sitemap that failed to load would otherwise make all its pages look vanished.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
-from typing import Literal
 
 import numpy as np
 
-from changewatch.digest_table import DigestTable, halves
 from changewatch.errors import InvalidURLError
-from changewatch.host_index import DEFAULT_MAX_ROWS, NO_TIME, HostIndex, from_micros, to_micros
-from changewatch.reconcile_model import (
+from changewatch.reconcile.index import (
+    DEFAULT_MAX_ROWS,
+    DigestTable,
+    HostIndex,
+    from_micros,
+    halves,
+    to_micros,
+)
+from changewatch.reconcile.plan import judge, site_host
+from changewatch.reconcile.values import (
+    Finding,
     HostResult,
-    LastmodTrust,
     ReconcileResult,
-    SitemapProblem,
     SitemapSource,
-    StaticSource,
-    Verdict,
+    StoredPage,
     WalkOutcome,
 )
 from changewatch.sitemaps.model import SitemapURL
-from changewatch.store.reconcile import (
-    DEFAULT_LOOKUP_BATCH,
-    Finding,
-    ReconcileStore,
-    StoredPage,
-)
+from changewatch.store.reconcile import DEFAULT_LOOKUP_BATCH, ReconcileStore
 from changewatch.urls import CanonPolicy, canonicalise, digest_canonical, stored_url, url_host
 
-__all__ = [
-    "HostResult",
-    "LastmodTrust",
-    "ListedKind",
-    "ReconcileResult",
-    "SitemapProblem",
-    "SitemapSource",
-    "StaticSource",
-    "Verdict",
-    "WalkOutcome",
-    "classify",
-    "lastmod_verdict",
-    "reconcile",
-    "run_reconcile",
-    "site_host",
-]
+__all__ = ["Sink", "reconcile", "run_reconcile"]
 
-ListedKind = Literal["missing", "stale", "fresh"]
 #: Lookups a run keeps going at once (each on its own connection).
 LOOKUPS_IN_FLIGHT = 2
 #: Entries held back while a start host's stored pages are still being read (a few MB).
 STASH_ENTRIES = 50_000
 #: Findings flushed to the sink (and the database) at a time.
 DEFAULT_FINDINGS_BATCH = 1_000
-
-
-# -- the pure plan ----------------------------------------------------------------------------
-
-
-def classify(lastmod: datetime | None, page: StoredPage | None) -> ListedKind:
-    """What a listed entry is: ``missing`` (never stored), ``stale`` (its ``lastmod`` is
-    newer than the stored ``last_seen``) or ``fresh``.
-
-    >>> from datetime import datetime, UTC
-    >>> t = datetime(2026, 1, 2, tzinfo=UTC)
-    >>> page = StoredPage(b"d" * 16, "example.com", t, t, 1, None)
-    >>> classify(None, None), classify(None, page), classify(t, page)
-    ('missing', 'fresh', 'fresh')
-    >>> classify(datetime(2026, 1, 3, tzinfo=UTC), page)
-    'stale'
-    """
-    if page is None:
-        return "missing"
-    if lastmod is not None and lastmod > page.last_seen:
-        return "stale"
-    return "fresh"
-
-
-def lastmod_verdict(lastmod: datetime | None, page: StoredPage | None) -> Verdict | None:
-    """Whether an entry's ``lastmod`` matches the store's observed history of the page.
-
-    ``None`` when the history cannot tell: no ``lastmod``, not stored, ``lastmod`` after the
-    last fetch (the change, if any, is not observed yet), or a page with one version whose
-    ``lastmod`` precedes its first fetch (no change was observed to compare with).
-
-    * ``ahead`` — ``last_changed < lastmod <= last_seen``: the store saw the same content
-      before and after ``lastmod``; ``lastmod`` moved while the content did not.
-    * ``behind`` — ``lastmod < previous_last_seen``: the store still saw the old version
-      after ``lastmod``, then a new one; the content changed and ``lastmod`` did not move.
-    * ``agrees`` — ``previous_last_seen <= lastmod <= last_changed``: ``lastmod`` falls in the
-      window in which the store saw the content change.
-
-    >>> from datetime import datetime, UTC
-    >>> def day(d): return datetime(2026, 1, d, tzinfo=UTC)
-    >>> changed = StoredPage(b"d" * 16, "h", last_seen=day(9), last_changed=day(5),
-    ...                      version_count=2, previous_last_seen=day(3))
-    >>> [lastmod_verdict(day(d), changed) for d in (2, 4, 7, 10)]
-    ['behind', 'agrees', 'ahead', None]
-    """
-    if lastmod is None or page is None or lastmod > page.last_seen:
-        return None
-    if lastmod > page.last_changed:
-        return "ahead"
-    if page.previous_last_seen is None:
-        return None
-    return "behind" if lastmod < page.previous_last_seen else "agrees"
-
-
-def site_host(url: str, policy: CanonPolicy | None = None) -> str:
-    """The host (with a non-default port) a site or sitemap URL belongs to.
-
-    >>> site_host("https://Example.com:443/sitemap.xml")
-    'example.com'
-    """
-    return url_host(canonicalise(url, policy))
 
 
 # -- streaming over a source --------------------------------------------------------------------
@@ -176,72 +88,28 @@ def reconcile(
     """
     state = _State(store, sink, url_policy, canon_policy, max_host_rows)
     status = "complete"
-    done = 0
-    pending: list[SitemapURL] = []
-    # Lookups run on worker threads, up to LOOKUPS_IN_FLIGHT at a time, while the next
-    # batches are parsed and canonicalised: database round trips overlap the CPU work and
-    # each other (the driver releases the GIL while it waits). Counting is commutative, so
-    # batches are recorded in submission order.
     with ThreadPoolExecutor(LOOKUPS_IN_FLIGHT, thread_name_prefix="changewatch-lookup") as pool:
         # The start hosts are known before the first entry: their stores are read while the
         # first sitemaps are fetched and parsed (the query's server time overlaps the walk).
         for host in sorted(getattr(source, "start_hosts", ())):
             state.prefetch(pool, host)  # the first only: it may take the whole budget
-        inflight: deque[tuple[list[_Todo], Future[dict[bytes, StoredPage]]]] = deque()
-
-        def settle(keep: int = 0) -> None:
-            while len(inflight) > keep:
-                todo, future = inflight.popleft()
-                state.record(todo, future.result())
-
-        def handle(entries: list[SitemapURL]) -> None:
-            nonlocal done
-            todo = state.prepare(entries)
-            settle(keep=LOOKUPS_IN_FLIGHT - 1)
-            if todo:
-                inflight.append((todo, pool.submit(store.lookup, [t[2] for t in todo])))
-            done += len(entries)
-
-        # While a start host's pages are still being read, batches wait here (up to
-        # STASH_ENTRIES) instead of the parser waiting for the read: the two overlap.
-        stash: list[list[SitemapURL]] = []
-        stashed = 0
-
-        def dispatch(entries: list[SitemapURL], *, last: bool = False) -> None:
-            nonlocal stashed
-            if not last and stashed < STASH_ENTRIES and state.reading():
-                stash.append(entries)
-                stashed += len(entries)
-                return
-            for waiting in stash:
-                handle(waiting)
-            stash.clear()
-            stashed = 0
-            handle(entries)
-
+        pipeline = _Pipeline(state, pool)
         try:
-            for entry in source.entries():
-                pending.append(entry)
-                if len(pending) >= batch:
-                    dispatch(pending)
-                    pending = []
-                    if progress is not None:
-                        progress(done)
-                    if should_stop is not None and should_stop():
-                        raise _Stopped
-            dispatch(pending, last=True)
-            settle()
-            if progress is not None:
-                progress(done)
+            pipeline.run(source.entries(), batch, should_stop, progress)
             outcome = source.outcome()
             state.vanished(outcome, should_stop)
         except _Stopped:
-            dispatch([], last=True)  # the batches already read are counted and recorded
-            settle()
+            pipeline.drain()  # the batches already read are counted and recorded
             status = "interrupted"
             outcome = WalkOutcome(frozenset(), frozenset())
     state.flush()
-    hosts = state.hosts
+    return _result(state.hosts, outcome, status, url_policy)
+
+
+def _result(
+    hosts: dict[str, HostResult], outcome: WalkOutcome, status: str, url_policy: str
+) -> ReconcileResult:
+    """The run's result: every start host present, sitemaps and errors filed by host."""
     for host in outcome.start_hosts:
         hosts.setdefault(host, HostResult(host))
     for host, n in outcome.sitemaps.items():
@@ -256,6 +124,78 @@ def reconcile(
         status = "failed"
     ordered = {host: hosts[host] for host in sorted(hosts)}
     return ReconcileResult(ordered, list(outcome.errors), status, url_policy=url_policy)
+
+
+class _Pipeline:
+    """Batches of entries, canonicalised and looked up with the lookups overlapping the walk.
+
+    Lookups run on worker threads, up to :data:`LOOKUPS_IN_FLIGHT` at a time, while the next
+    batches are parsed and canonicalised: database round trips overlap the CPU work and each
+    other (the driver releases the GIL while it waits). Counting is commutative, so batches
+    are recorded in submission order. While a start host's pages are still being read,
+    batches wait in a stash (up to :data:`STASH_ENTRIES`) instead of the parser waiting for
+    the read: the two overlap.
+    """
+
+    def __init__(self, state: _State, pool: ThreadPoolExecutor) -> None:
+        self.state = state
+        self.pool = pool
+        self.done = 0
+        self.inflight: deque[tuple[list[_Todo], Future[dict[bytes, StoredPage]]]] = deque()
+        self.stash: list[list[SitemapURL]] = []
+        self.stashed = 0
+
+    def run(
+        self,
+        entries: Iterable[SitemapURL],
+        batch: int,
+        should_stop: Callable[[], bool] | None,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        """Handle every entry; :class:`_Stopped` when ``should_stop`` says so."""
+        pending: list[SitemapURL] = []
+        for entry in entries:
+            pending.append(entry)
+            if len(pending) >= batch:
+                self.dispatch(pending)
+                pending = []
+                if progress is not None:
+                    progress(self.done)
+                if should_stop is not None and should_stop():
+                    raise _Stopped
+        self.dispatch(pending, last=True)
+        self.settle()
+        if progress is not None:
+            progress(self.done)
+
+    def drain(self) -> None:
+        """Handle what is stashed and wait for every lookup in flight."""
+        self.dispatch([], last=True)
+        self.settle()
+
+    def dispatch(self, entries: list[SitemapURL], *, last: bool = False) -> None:
+        if not last and self.stashed < STASH_ENTRIES and self.state.reading():
+            self.stash.append(entries)
+            self.stashed += len(entries)
+            return
+        for waiting in self.stash:
+            self.handle(waiting)
+        self.stash.clear()
+        self.stashed = 0
+        self.handle(entries)
+
+    def handle(self, entries: list[SitemapURL]) -> None:
+        todo = self.state.prepare(entries)
+        self.settle(keep=LOOKUPS_IN_FLIGHT - 1)
+        if todo:
+            lookup = self.pool.submit(self.state.store.lookup, [t[2] for t in todo])
+            self.inflight.append((todo, lookup))
+        self.done += len(entries)
+
+    def settle(self, keep: int = 0) -> None:
+        while len(self.inflight) > keep:
+            todo, future = self.inflight.popleft()
+            self.state.record(todo, future.result())
 
 
 def _problem_host(sitemap: str, hosts: frozenset[str]) -> str | None:
@@ -369,8 +309,8 @@ class _State:
     def classify_in_memory(
         self, host: str, index: HostIndex, items: Sequence[tuple[str, bytes, SitemapURL]]
     ) -> None:
-        """Count and record one batch of a host read whole: :func:`classify` and
-        :func:`lastmod_verdict` over arrays, the same rules as :meth:`record`."""
+        """Count and record one batch of a host read whole: the rules of
+        :func:`~changewatch.reconcile.plan.judge`, as :meth:`record` applies them."""
         result = self.hosts[host]
         blob = b"".join(digest for _, digest, _ in items)
         at = index.find(*halves(blob))
@@ -397,20 +337,14 @@ class _State:
             rows = at[new]
             lastmod = np.array([to_micros(items[i][2].lastmod) for i in new.tolist()], np.int64)
             seen = index.last_seen[rows]
-            dated = lastmod != NO_TIME
-            stale = dated & (lastmod > seen)
-            judged = dated & ~stale
-            ahead = judged & (lastmod > index.last_changed[rows])
-            previous = index.previous[rows]
-            either = judged & ~ahead & (previous != NO_TIME)
-            behind = int(np.count_nonzero(either & (lastmod < previous)))
-            result.trust.ahead += int(np.count_nonzero(ahead))
-            result.trust.behind += behind
-            result.trust.agrees += int(np.count_nonzero(either)) - behind
-            n_stale = int(np.count_nonzero(stale))
+            judged = judge(lastmod, seen, index.last_changed[rows], index.previous[rows])
+            result.trust.ahead += int(np.count_nonzero(judged.ahead))
+            result.trust.behind += int(np.count_nonzero(judged.behind))
+            result.trust.agrees += int(np.count_nonzero(judged.agrees))
+            n_stale = int(np.count_nonzero(judged.stale))
             result.fresh += int(new.size) - n_stale
             result.stale += n_stale
-            for k in np.flatnonzero(stale).tolist():
+            for k in np.flatnonzero(judged.stale).tolist():
                 self._finding("stale", host, items[int(new[k])], from_micros(int(seen[k])))
         missing = np.flatnonzero(~stored & first)
         result.missing += int(missing.size)
@@ -441,21 +375,38 @@ class _State:
         self.recrawl.append(canonical)
 
     def record(self, todo: Sequence[_Todo], stored: dict[bytes, StoredPage]) -> None:
-        """Count and record one looked-up batch."""
-        for host, canonical, digest, entry in todo:
-            page = stored.get(digest)
+        """Count and record one looked-up batch, in order: the stored entries judged by
+        :func:`~changewatch.reconcile.plan.judge`, as :meth:`classify_in_memory` does."""
+        pages = [stored.get(digest) for _, _, digest, _ in todo]
+        times = np.array(
+            [
+                (
+                    to_micros(entry.lastmod),
+                    to_micros(page.last_seen),
+                    to_micros(page.last_changed),
+                    to_micros(page.previous_last_seen),
+                )
+                for (_, _, _, entry), page in zip(todo, pages, strict=True)
+                if page is not None
+            ],
+            dtype=np.int64,
+        ).reshape(-1, 4)
+        judged = zip(*(m.tolist() for m in judge(*times.T)), strict=True)
+        for (host, canonical, digest, entry), page in zip(todo, pages, strict=True):
             result = self.hosts[host]
-            kind = classify(entry.lastmod, page)
-            result.trust.add(lastmod_verdict(entry.lastmod, page))
-            if kind == "fresh":
-                result.fresh += 1
-                continue
-            if kind == "missing":
+            if page is None:
                 result.missing += 1
-            else:
+                self._finding("missing", host, (canonical, digest, entry), None)
+                continue
+            stale, ahead, behind, agrees = next(judged)
+            result.trust.ahead += ahead
+            result.trust.behind += behind
+            result.trust.agrees += agrees
+            if stale:
                 result.stale += 1
-            last_seen = None if page is None else page.last_seen
-            self._finding(kind, host, (canonical, digest, entry), last_seen)
+                self._finding("stale", host, (canonical, digest, entry), page.last_seen)
+            else:
+                result.fresh += 1
         if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
             self.flush()
 

@@ -1,24 +1,29 @@
-"""The values of a sitemap reconciliation: sources, walk outcomes, per-host results.
+"""The values of a sitemap reconciliation: sources, walk outcomes, stored pages, findings,
+per-host results — pure, no I/O.
 
-Shared by :mod:`changewatch.reconcile` (which computes them), its sources
-(:mod:`changewatch.reconcile_walk`) and the command line (which prints them).
+Shared by the job (:mod:`changewatch.reconcile.job`, which computes them), its sources
+(:mod:`changewatch.reconcile.sources`), the store's queries
+(:mod:`changewatch.store.reconcile`) and the command line (which prints them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol
 
 from changewatch.sitemaps.model import SitemapURL
 
 __all__ = [
+    "Finding",
     "HostResult",
     "LastmodTrust",
     "ReconcileResult",
     "SitemapProblem",
     "SitemapSource",
     "StaticSource",
+    "StoredPage",
     "Verdict",
     "WalkOutcome",
 ]
@@ -26,9 +31,38 @@ __all__ = [
 Verdict = Literal["agrees", "ahead", "behind"]
 
 
+@dataclass(frozen=True, slots=True)
+class StoredPage:
+    """What the store holds of one listed page."""
+
+    url_digest: bytes
+    host: str
+    last_seen: datetime
+    last_changed: datetime
+    version_count: int
+    #: ``last_seen`` of the version before the current one (``None`` for a first version):
+    #: the last fetch that still saw the old content.
+    previous_last_seen: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One row of ``reconcile_findings``."""
+
+    kind: str
+    host: str
+    #: The URL as the URL-storage policy allows (``None`` under ``none``).
+    url: str | None
+    url_digest: bytes
+    sitemap_lastmod: datetime | None = None
+    stored_last_seen: datetime | None = None
+    sitemap: str | None = None
+
+
 @dataclass(slots=True)
 class LastmodTrust:
-    """Counts of :func:`lastmod_verdict` over a host's entries; ``trust`` is agrees/comparable."""
+    """Counts of lastmod verdicts (:mod:`changewatch.reconcile.plan`) over a host's entries;
+    ``trust`` is agrees/comparable."""
 
     agrees: int = 0
     ahead: int = 0

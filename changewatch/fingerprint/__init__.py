@@ -1,0 +1,105 @@
+"""Content fingerprints of HTML pages, and of extracted records — pure functions, no I/O.
+
+A :class:`Fingerprint` has three hashes, cheapest first, matching the order in which
+``should_parse`` consults them:
+
+``raw_sha256``
+    SHA-256 of the bytes as fetched (``str`` input is UTF-8 encoded). Equal raw bytes mean
+    an unchanged page without parsing any HTML.
+``content_sha256``
+    SHA-256 of the *normalised text* (:func:`normalise`): the page decoded (BOM, HTTP
+    ``Content-Type`` charset, ``<meta charset>``, else UTF-8 with replacement), parsed with
+    selectolax's lexbor backend; ``script``/``style``/``noscript``/``template``/``svg``/
+    ``iframe``/``object``, comments, hidden elements (``hidden``, ``aria-hidden="true"``,
+    ``<input type=hidden>``) dropped, plus what a :class:`FingerprintPolicy` says (ignored
+    selectors, a main-content selector, and — off by default, see docs/fingerprints.md for
+    the measurement — boilerplate regions: ``nav``, ``footer``, ``aside``, a ``header``
+    outside ``article``/``main``/``section``); visible
+    text only, Unicode NFKC, case-folded, whitespace collapsed, and volatile stamps (date-times,
+    times of day, "5 minutes ago") removed. A re-render whose visible text did not change has
+    the same ``content_sha256``.
+``simhash``
+    A 64-bit SimHash (Charikar 2002) of the normalised text, so that small edits land a few
+    bits away from the previous version: weighted word 2-shingles, computed in numpy
+    (:mod:`changewatch.fingerprint.simhash64` documents the features and the hash), equal to
+    ``simhash.Simhash(features, hashfunc=feature_hash).value`` for the same features.
+
+Binary bodies (PDF, PNG, JPEG, GIF, WebP, ZIP, gzip by magic bytes, or a non-HTML media type)
+are not parsed: ``content_sha256`` is the raw SHA-256, ``simhash`` 0 and ``binary`` true.
+
+:data:`FINGERPRINT_VERSION` names the normalisation and feature rules; it is stored with
+every snapshot. :func:`fingerprint_record` (:mod:`changewatch.fingerprint.records`) hashes
+structured data as canonical JSON.
+
+The package's modules: :mod:`~changewatch.fingerprint.decode` (bytes to text, binary
+bodies), :mod:`~changewatch.fingerprint.policy` (what is noise, per host),
+:mod:`~changewatch.fingerprint.text` (the normalised visible text),
+:mod:`~changewatch.fingerprint.volatile` (clocks and ages), ``simhash64`` (the SimHash),
+``records`` and :mod:`~changewatch.fingerprint.page` (the fingerprint of a page).
+"""
+
+from changewatch.fingerprint.decode import decode_html, is_binary
+from changewatch.fingerprint.page import (
+    FINGERPRINT_VERSION,
+    Fingerprint,
+    binary_fingerprint,
+    content_sha256,
+    fingerprint,
+    raw_sha256,
+    text_fingerprint,
+)
+from changewatch.fingerprint.policy import (
+    BOILERPLATE_TAGS,
+    DEFAULT_POLICY,
+    DROPPED_TAGS,
+    HIDDEN_SELECTOR,
+    FingerprintPolicy,
+)
+from changewatch.fingerprint.records import canonical_json, fingerprint_record
+from changewatch.fingerprint.simhash64 import (
+    MAX_FEATURE_WEIGHT,
+    feature_hash,
+    hamming,
+    simhash,
+    simhash_features,
+    simhash_of_features,
+)
+from changewatch.fingerprint.text import (
+    DEFAULT_MAX_NESTING,
+    normalise,
+    normalise_markup,
+    normalise_text,
+    strip_volatile,
+)
+from changewatch.fingerprint.volatile import DEFAULT_VOLATILE_PATTERNS
+
+__all__ = [
+    "BOILERPLATE_TAGS",
+    "DEFAULT_MAX_NESTING",
+    "DEFAULT_POLICY",
+    "DEFAULT_VOLATILE_PATTERNS",
+    "DROPPED_TAGS",
+    "FINGERPRINT_VERSION",
+    "HIDDEN_SELECTOR",
+    "MAX_FEATURE_WEIGHT",
+    "Fingerprint",
+    "FingerprintPolicy",
+    "binary_fingerprint",
+    "canonical_json",
+    "content_sha256",
+    "decode_html",
+    "feature_hash",
+    "fingerprint",
+    "fingerprint_record",
+    "hamming",
+    "is_binary",
+    "normalise",
+    "normalise_markup",
+    "normalise_text",
+    "raw_sha256",
+    "simhash",
+    "simhash_features",
+    "simhash_of_features",
+    "strip_volatile",
+    "text_fingerprint",
+]
