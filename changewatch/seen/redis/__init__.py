@@ -58,10 +58,10 @@ from changewatch.seen.redis.backends import (
     DEFAULT_KEY,
     DEFAULT_READ_TIMEOUT_S,
     DEFAULT_REPLAY_S,
-    RedisBloomSeenSet,
     RedisSeenSet,
     _translated,
 )
+from changewatch.seen.redis.bloom import RedisBloomSeenSet
 from changewatch.seen.redis.generations import RedisAgeingBloomSeenSet, RedisAgeingSeenSet
 from changewatch.seen.redis.layout import (
     DEFAULT_BLOOM_CAPACITY,
