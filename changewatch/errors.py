@@ -80,9 +80,19 @@ class PageTooLargeError(ChangewatchError, ValueError):
 
 
 class StoreError(ChangewatchError):
-    """The snapshot store failed; the operation wrote nothing."""
+    """The snapshot store failed; the operation wrote nothing.
+
+    ``retryable`` says whether the same call may succeed later (the server was unreachable,
+    busy, shutting down, or the transaction lost a race); it is false for errors a retry
+    repeats (a malformed statement, a constraint, a limit of the server or the driver).
+    """
 
     retryable = True
+
+    def __init__(self, message: str | None = None, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = retryable
 
 
 class SchemaOutOfDateError(StoreError):

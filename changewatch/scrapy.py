@@ -32,7 +32,6 @@ from scrapy.http import HtmlResponse
 
 from changewatch.config import load_canon_policy
 from changewatch.errors import ChangewatchError, ConfigError
-from changewatch.model import Decision
 from changewatch.scrapy_dupefilter import (
     DEFAULT_FAILURE_MIDDLEWARE_ORDER,
     DUPEFILTER_KEYS,
@@ -45,6 +44,7 @@ from changewatch.scrapy_dupefilter import (
     retry_url_for,
     seen_url_for,
 )
+from changewatch.values import Decision
 
 if TYPE_CHECKING:  # loaded by the middleware only: a dupefilter process never needs the store
     from changewatch.watch import ChangeWatch
@@ -98,7 +98,7 @@ class UnchangedResponse(IgnoreRequest):
 def decision_meta(decision: Decision) -> dict[str, Any]:
     """A decision as ``response.meta["changewatch"]``: plain JSON types, picklable.
 
-    >>> from changewatch.model import Decision
+    >>> from changewatch.values import Decision
     >>> d = Decision("minor", "http://a.example/", b"\\x01" * 16, b"\\x02" * 32, 7, distance=2)
     >>> decision_meta(d)["kind"], decision_meta(d)["distance"], decision_meta(d)["parse"]
     ('minor', 2, True)

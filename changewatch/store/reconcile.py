@@ -37,7 +37,8 @@ from sqlalchemy.engine import Connection, make_url
 
 from changewatch.reconcile.index import HostIndex, IndexBuilder, RowFormatError
 from changewatch.reconcile.values import Finding, StoredPage
-from changewatch.store.store import SnapshotStore, _translate
+from changewatch.store.errors import translate_errors
+from changewatch.store.store import SnapshotStore
 from changewatch.store.tables import (
     page_snapshots,
     page_versions,
@@ -191,7 +192,7 @@ class ReconcileStore:
         """The stored pages among ``digests`` (one SELECT; keep batches near 1,000)."""
         if not digests:
             return {}
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             if self.dialect == "postgresql":
                 params = self._pg_params | {"blob": b"".join(digests)}
                 rows: Sequence[Any] = conn.exec_driver_sql(self._pg_sql, params).all()
@@ -208,7 +209,7 @@ class ReconcileStore:
         work for nothing.
         """
         stmt = sa.select(_SNAP.url_digest).where(_SNAP.host == host)
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
             for part in result.scalars().partitions(batch):
                 yield [bytes(digest) for digest in part]
@@ -222,7 +223,7 @@ class ReconcileStore:
         if self.dialect != "postgresql" or max_rows <= 0:
             return None
         builder = IndexBuilder()
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             raw: Any = conn.connection.driver_connection
             try:
                 with raw.cursor(name="changewatch_host_index", binary=True) as cursor:
@@ -247,7 +248,7 @@ class ReconcileStore:
             .where(_SNAP.url_digest.in_(bindparam("digests", expanding=True)))
             .order_by(_SNAP.url_digest)
         )
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             rows = conn.execute(stmt, {"digests": list(digests)}).all()
         return [(bytes(r[0]), r[1], r[2]) for r in rows]
 
@@ -274,7 +275,7 @@ class ReconcileStore:
             "runner_pid": runner_pid,
         }
         stmt = sa.insert(reconcile_runs).values(values).returning(reconcile_runs.c.id)
-        with _translate(self._url), self._engine.begin() as conn:
+        with translate_errors(self._url), self._engine.begin() as conn:
             return int(conn.execute(stmt).scalar_one())
 
     def add_findings(self, run_id: int, findings: Sequence[Finding]) -> None:
@@ -282,7 +283,7 @@ class ReconcileStore:
         run that finds a million stale pages must not spend its time binding parameters)."""
         if not findings:
             return
-        with _translate(self._url), self._engine.begin() as conn:
+        with translate_errors(self._url), self._engine.begin() as conn:
             if self.dialect == "postgresql":
                 raw: Any = conn.connection.driver_connection
                 with raw.cursor() as cursor, cursor.copy(_PG_FINDINGS_COPY) as copy:
@@ -323,7 +324,7 @@ class ReconcileStore:
         values |= {kind: int(totals.get(kind, 0)) for kind in ("missing", "stale", "vanished")}
         values["fresh"] = int(totals.get("fresh", 0))
         stmt = sa.update(reconcile_runs).where(reconcile_runs.c.id == run_id).values(values)
-        with _translate(self._url), self._engine.begin() as conn:
+        with translate_errors(self._url), self._engine.begin() as conn:
             conn.execute(stmt)
 
     # -- locking -----------------------------------------------------------------------------
@@ -337,7 +338,7 @@ class ReconcileStore:
         """
         names = sorted(set(sites))
         if self.dialect == "postgresql":
-            with _translate(self._url), self._engine.connect() as conn:
+            with translate_errors(self._url), self._engine.connect() as conn:
                 busy = _pg_lock(conn, names)
                 try:
                     yield busy

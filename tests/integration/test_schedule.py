@@ -23,7 +23,7 @@ from changewatch.schedule import (
 )
 from changewatch.store.migrate import alembic_config, upgrade
 from changewatch.store.rates import band_expr, rate_expr
-from changewatch.store.schedule import _due, due_full_scan
+from changewatch.store.schedule import _due
 from changewatch.store.tables import page_snapshots
 
 from ._pages import long_page, rewrite, snapshot
@@ -105,7 +105,7 @@ def test_due_orders_by_probability(make_watch: Callable[..., ChangeWatch], clock
     # An explicit now: right after the last fetches nothing has had time to change.
     assert all(p.probability == 0.0 for p in watch.due(10, now=clock.now - timedelta(days=1)))
     # The index-driven answer equals the full scan here.
-    assert watch.due(3) == due_full_scan(watch.store, clock.now, 3)
+    assert watch.due(3) == watch.store.due(clock.now, 3, full_scan=True)
 
 
 def test_due_on_an_empty_store(watch: ChangeWatch) -> None:
@@ -122,7 +122,7 @@ def test_due_within_the_band_guarantee(watch: ChangeWatch, clock: Clock) -> None
         _visit(watch, clock, f"https://c.example/{i}", "n" + ("c" if i % 2 else ".") * 4, 3600 * 7)
     clock.now = start + timedelta(days=5)
     got = watch.due(10)
-    exact = due_full_scan(watch.store, clock.now, 10)
+    exact = watch.store.due(clock.now, 10, full_scan=True)
     assert [p.probability for p in got] == sorted((p.probability for p in got), reverse=True)
     floor = got[-1].expected_changes
     missed = {p.url_digest for p in exact} - {p.url_digest for p in got}
@@ -216,7 +216,7 @@ def test_due_matches_the_full_scan_on_varied_pages(watch: ChangeWatch, clock: Cl
     for host in (None, "v3.example"):
         for limit in (1, 7, 50, 120, 399, 500):
             got = watch.due(limit, host=host)
-            exact = due_full_scan(watch.store, clock.now, limit, host)
+            exact = watch.store.due(clock.now, limit, host, full_scan=True)
             assert len(got) == len(exact)
             floor = got[-1].expected_changes
             kept = {p.url_digest for p in got}

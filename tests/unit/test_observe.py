@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from changewatch import ChangeWatch
-from changewatch.model import Decision
 from changewatch.observe import NULL_OBSERVER, Observer
+from changewatch.values import Decision
 
 _PROBE = """
 import json, sys

@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from changewatch.store.history import reverted_to
-from changewatch.store.prune import check_prune_args, parse_duration
+from changewatch.decide import reverted_to
+from changewatch.schedule import parse_duration
+from changewatch.store.prune import check_prune_args
 from changewatch.store.views import (
     VIEW_COMMENTS,
     VIEW_NAMES,

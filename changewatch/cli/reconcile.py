@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -26,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import click
 from rich import box
@@ -35,6 +34,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from changewatch.cli.common import Options, positive_duration_option
 from changewatch.config import Settings
 from changewatch.errors import ChangewatchError, InvalidURLError
 from changewatch.reconcile.index import DEFAULT_MAX_ROWS
@@ -44,47 +44,12 @@ from changewatch.reconcile.sources import WalkSource
 from changewatch.reconcile.values import HostResult, ReconcileResult
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
+from changewatch.store import SnapshotStore
 from changewatch.store.reconcile import ReconcileStore
-from changewatch.watch import ChangeWatch
 
-__all__ = ["parse_duration", "reconcile_command"]
+__all__ = ["reconcile_command"]
 
-_DURATION_RE = re.compile(r"(\d+)([smhd])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DEFAULTS = Limits()
-
-
-def parse_duration(text: str) -> timedelta:
-    """A positive duration written like ``90s``, ``30m``, ``6h``, ``1d`` or ``1h30m``.
-
-    >>> parse_duration("1h30m")
-    datetime.timedelta(seconds=5400)
-    """
-    cleaned = text.strip().lower()
-    if not cleaned or _DURATION_RE.sub("", cleaned):
-        raise ValueError(
-            f"{text!r} is not a duration: write a number and a unit (s, m, h, d), "
-            "e.g. 30m, 6h, 1d or 1h30m"
-        )
-    seconds = sum(int(n) * _UNIT_S[unit] for n, unit in _DURATION_RE.findall(cleaned))
-    if seconds <= 0:
-        raise ValueError(f"{text!r}: the interval must be longer than zero")
-    return timedelta(seconds=seconds)
-
-
-def _duration_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
-
-
-class _Options(Protocol):
-    def settings(self) -> Settings: ...
-
-    def watch(self, *, allow_mixed_canon: bool = False) -> ChangeWatch: ...
 
 
 class _Stop:
@@ -155,7 +120,7 @@ class _RecrawlFile:
 @click.option(
     "--every",
     metavar="DURATION",
-    callback=_duration_option,
+    callback=positive_duration_option,
     help="Run again every DURATION (30m, 6h, 1d…) until SIGINT or SIGTERM.",
 )
 @click.option(
@@ -195,7 +160,7 @@ class _RecrawlFile:
 @click.option("--no-record", is_flag=True, help="Do not record the run in reconcile_runs.")
 @click.pass_obj
 def reconcile_command(
-    options: _Options,
+    options: Options,
     sites: tuple[str, ...],
     as_json: bool,
     recrawl_file: Path | None,
@@ -263,7 +228,7 @@ class _Job:
     def __init__(
         self,
         *,
-        options: _Options,
+        options: Options,
         settings: Settings,
         sites: list[str],
         hosts: list[str],
@@ -306,6 +271,8 @@ class _Job:
     def run(self, stop: _Stop) -> int:
         """One run; the exit status it deserves."""
         with self.options.watch() as watch:
+            if not isinstance(watch.store, SnapshotStore):  # built by the CLI from a URL
+                raise ChangewatchError("reconcile needs the SQL snapshot store")
             store = ReconcileStore(watch.store)
             with store.site_locks(self.hosts) as busy:
                 if busy:

@@ -1,0 +1,139 @@
+"""The commands about the whole store: ``stats``, ``prune`` and ``due``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import click
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from changewatch.cli.common import (
+    Options,
+    cell,
+    console,
+    duration_option,
+    echo_json,
+    fields_table,
+    iso,
+)
+from changewatch.schedule import DuePage
+
+__all__ = ["due", "prune", "stats"]
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def stats(options: Options, as_json: bool) -> None:
+    """Show the store's counters: pages, fetches, versions per kind."""
+    with options.watch(allow_mixed_canon=True) as watch:  # stats reports a mismatch
+        counters = watch.stats()
+    data = {k: iso(v) if isinstance(v, datetime) else v for k, v in counters.items()}
+    if as_json:
+        echo_json(data)
+    else:
+        console().print(fields_table(data, "changewatch store"))
+
+
+@click.command()
+@click.option(
+    "--keep-versions",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="N",
+    help="Keep each page's latest N versions (the current one is always kept).",
+)
+@click.option(
+    "--older-than",
+    required=True,
+    metavar="DURATION",
+    callback=duration_option,
+    help="Only remove versions last seen longer ago than this: 30d, 12h, 1w2d…",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def prune(
+    options: Options, keep_versions: int, older_than: timedelta, dry_run: bool, as_json: bool
+) -> None:
+    """Remove old version rows, never a page's current or latest N; safe while crawling."""
+    with options.watch(allow_mixed_canon=True) as watch:
+        report = watch.prune(keep_versions, older_than, dry_run=dry_run)
+    if as_json:
+        echo_json(
+            {
+                "dry_run": report.dry_run,
+                "cutoff": iso(report.cutoff),
+                "keep_versions": report.keep_versions,
+                "removed": report.removed,
+                "removed_by_host": report.removed_by_host,
+                "batches": report.batches,
+                "texts_removed": report.texts_removed,
+            }
+        )
+        return
+    verb = "would remove" if dry_run else "removed"
+    table = Table(
+        title=f"prune: versions last seen before {report.cutoff.isoformat(timespec='seconds')}, "
+        f"keeping the latest {keep_versions} per page",
+        box=box.SIMPLE_HEAVY,
+        title_justify="left",
+    )
+    table.add_column("host")
+    table.add_column(verb, justify="right")
+    for host, n in report.removed_by_host.items():
+        table.add_row(cell(host), cell(n))
+    table.add_row(Text("total", style="bold"), cell(report.removed))
+    console().print(table)
+    if report.texts_removed:
+        click.echo(f"{report.texts_removed} stored texts no version refers to were removed")
+
+
+@click.command()
+@click.option(
+    "--limit", "-n", type=click.IntRange(min=0), default=100, show_default=True, help="Pages."
+)
+@click.option("--host", metavar="H", help="Only pages of this host[:port].")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@click.pass_obj
+def due(options: Options, limit: int, host: str | None, as_json: bool) -> None:
+    """List the pages most likely to have changed since their last fetch: fetch these next.
+
+    Each with its estimated change rate (changes per day), the probability it changed since
+    it was last seen, and the changes expected in that time (docs/scheduling.md).
+    """
+    with options.watch() as watch:
+        pages = watch.due(limit, host=host)
+    if as_json:
+        echo_json([_due_json(p) for p in pages])
+        return
+    if not pages:
+        click.echo("no pages stored" + (f" for host {host}" if host else ""))
+        return
+    table = Table(title="due for a fetch, most likely changed first", box=box.SIMPLE_HEAVY)
+    for column in ("url", "last seen", "rate/day", "P(changed)", "expected changes"):
+        table.add_column(column, justify="left" if column in ("url", "last seen") else "right")
+    for p in pages:
+        table.add_row(
+            cell(p.url or p.url_digest.hex()),
+            cell(p.last_seen.isoformat(timespec="seconds")),
+            cell(f"{p.rate_per_day:.3g}"),
+            cell(f"{p.probability:.3f}"),
+            cell(f"{p.expected_changes:.2f}"),
+        )
+    console().print(table)
+
+
+def _due_json(p: DuePage) -> dict[str, Any]:
+    return {
+        "url": p.url,
+        "url_digest": p.url_digest.hex(),
+        "host": p.host,
+        "last_seen": iso(p.last_seen),
+        "rate_per_day": p.rate_per_day,
+        "probability": p.probability,
+        "expected_changes": p.expected_changes,
+    }
