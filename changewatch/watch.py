@@ -187,7 +187,10 @@ class ChangeWatch:
         if self._seen is None:
             with self._seen_lock:
                 if self._seen is None:
-                    self._seen = open_seen_set(self._seen_url)
+                    # An ageing seen-set reads "now" from the watch's clock too.
+                    self._seen = open_seen_set(
+                        self._seen_url, clock=lambda: self._clock().timestamp()
+                    )
         return self._seen
 
     # -- enqueue time -------------------------------------------------------------------

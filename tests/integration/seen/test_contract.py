@@ -1,4 +1,5 @@
-"""The SeenSet contract on every backend (memory, file, Bloom, Redis); file failures; URLs."""
+"""The SeenSet contract on every backend (memory, file, Bloom, Redis): adds, ageing under a
+driven clock, forgetting and routing; file failures; seen-set URLs."""
 
 from __future__ import annotations
 
@@ -14,8 +15,19 @@ from pathlib import Path
 import pytest
 import redis
 
-from changewatch.errors import ConfigError, InvalidURLError, SeenSetError
-from changewatch.seen import FileExactSeenSet, MemorySeenSet, SeenSet, open_seen_set
+from changewatch.errors import (
+    ConfigError,
+    ForgetNotSupportedError,
+    InvalidURLError,
+    SeenSetError,
+)
+from changewatch.seen import (
+    FileExactSeenSet,
+    MemorySeenSet,
+    RoutedSeenSet,
+    SeenSet,
+    open_seen_set,
+)
 from changewatch.urls import url_digest
 
 from ..redis_fixtures import delete_keys, redis_test_url, unique_key, with_query
@@ -397,7 +409,7 @@ def test_file_unreadable_path_is_seen_set_error(tmp_path: Path) -> None:
         ("file:", "names no file"),
         ("file://", "names no file"),
         ("file:?checkpoint=2", "names no file"),
-        ("memory:?kind=bloom", "kind='bloom'"),
+        ("memory:?kind=cuckoo", "kind='cuckoo' is not one of exact, bloom"),
         ("memory:?x=1", "unknown option"),
         ("file:x?bogus=1", "unknown option(s) bogus"),
         ("file:x?checkpoint=abc", "checkpoint='abc' is not a whole number"),
@@ -428,3 +440,390 @@ def test_non_str_seen_set_url_is_config_error() -> None:
     """A non-str seen-set URL raises ConfigError."""
     with pytest.raises(ConfigError):
         open_seen_set(None)  # type: ignore[arg-type]
+
+
+# --- ageing, on every backend (a driven clock) ------------------------------------------------
+
+WINDOW_S = 10.0
+MAX_AGE_S = 30.0
+AGEING = f"max_age={MAX_AGE_S:g}&window={WINDOW_S:g}"
+T0 = 100_000.0  # the start of generation 10,000
+
+AGEING_BACKENDS: dict[str, Callable[[Path], str]] = {
+    "memory": lambda tmp: f"memory:?{AGEING}",
+    "memory-bloom": lambda tmp: f"memory:?kind=bloom&capacity=5000&error_rate=1e-6&{AGEING}",
+    "file": lambda tmp: f"file:{tmp}/a.seen?{AGEING}",
+    "file-bloom": lambda tmp: (
+        f"file:{tmp}/ab.seen?kind=bloom&capacity=5000&error_rate=1e-6&{AGEING}"
+    ),
+    "redis-set": lambda tmp: f"kind=set&{AGEING}",
+    "redis-bloom": lambda tmp: f"kind=bloom&capacity=5000&error_rate=1e-6&{AGEING}",
+}
+EXACT = {"memory", "file", "redis-set"}
+
+
+class DrivenClock:
+    """A clock the test moves: ``clock()`` is now, ``clock.at(t)`` sets it."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def at(self, now: float) -> DrivenClock:
+        self.now = now
+        return self
+
+
+@pytest.fixture
+def clock() -> DrivenClock:
+    """A driven clock at the start of a generation."""
+    return DrivenClock()
+
+
+@pytest.fixture
+def open_url(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., SeenSet]]:
+    """Factory: ``open_url(url_or_query, clock)`` → a seen-set (Redis: a fresh key), closed."""
+    opened: list[SeenSet] = []
+    prefixes: list[str] = []
+
+    def make(
+        url: str, clock: DrivenClock | None = None, *, redis_key: str | None = None
+    ) -> SeenSet:
+        if url.startswith("kind="):
+            prefix = redis_key or unique_key(request.node.name)
+            prefixes.append(prefix)
+            url = with_query(redis_test_url(), f"{url}&key={prefix}")
+        seen = open_seen_set(url, clock=clock)
+        opened.append(seen)
+        return seen
+
+    yield make
+    for seen in opened:
+        seen.close()
+    if prefixes:
+        client = redis.Redis.from_url(redis_test_url())
+        try:
+            for prefix in prefixes:
+                delete_keys(client, prefix)
+        finally:
+            client.close()
+
+
+@pytest.fixture(params=sorted(AGEING_BACKENDS))
+def ageing_name(request: pytest.FixtureRequest) -> str:
+    """The name of each ageing backend."""
+    return str(request.param)
+
+
+def test_ageing_forgets_between_max_age_and_max_age_plus_window(
+    ageing_name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """An entry is seen up to max_age after its add, and new again by max_age + window."""
+    seen = open_url(AGEING_BACKENDS[ageing_name](tmp_path), clock)
+    first, last = "https://example.com/first", "https://example.com/last"
+    assert seen.add(first) is True  # at the start of its window: forgotten after 40 s
+    clock.at(T0 + WINDOW_S - 0.01)
+    assert seen.add(last) is True  # at its end: forgotten after 30.01 s
+    for now in (T0 + 5, T0 + MAX_AGE_S, T0 + MAX_AGE_S + WINDOW_S - 0.01):
+        clock.at(now)
+        assert first in seen
+        assert last in seen
+        assert seen.add_many([first, last]) == [False, False]  # a re-add does not extend life
+    clock.at(T0 + MAX_AGE_S + WINDOW_S)
+    assert first not in seen
+    assert last not in seen
+    assert seen.add_many([first, last, first]) == [True, True, False]
+    assert seen.stats()["items"] == 2
+
+
+def test_ageing_stats_list_each_live_generation(
+    ageing_name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """stats() lists the live generations oldest first: age, entries, fill and error rate."""
+    seen = open_url(AGEING_BACKENDS[ageing_name](tmp_path), clock)
+    seen.add_many([f"https://example.com/a{i}" for i in range(30)])
+    clock.at(T0 + 2 * WINDOW_S + 1)
+    seen.add_many([f"https://example.com/b{i}" for i in range(20)])
+    stats = seen.stats()
+    assert (stats["max_age_s"], stats["window_s"], stats["live_generations"]) == (30, 10, 4)
+    rows = stats["generations"]
+    assert [(r["generation"], r["entries"]) for r in rows] == [(10_000, 30), (10_002, 20)]
+    assert [r["age_s"] for r in rows] == [21.0, 1.0]
+    assert [r["expires_in_s"] for r in rows] == [19.0, 39.0]
+    assert stats["items"] == 50
+    for row in rows:
+        if ageing_name in EXACT:
+            assert (row["fill"], row["estimated_error_rate"]) == (None, 0.0)
+        else:
+            assert 0 < row["fill"] < 0.05
+            assert 0 < row["estimated_error_rate"] < 1e-6
+    clock.at(T0 + 4 * WINDOW_S)  # the first generation is gone
+    assert [r["generation"] for r in seen.stats()["generations"]] == [10_002]
+
+
+def test_ageing_never_goes_back_a_generation(
+    ageing_name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """A clock that steps back keeps reading the newest generation written (no URL new twice)."""
+    seen = open_url(AGEING_BACKENDS[ageing_name](tmp_path), clock)
+    clock.at(T0 + 3 * WINDOW_S)
+    assert seen.add("https://example.com/late") is True
+    clock.at(T0 + 2 * WINDOW_S)  # one window back
+    assert seen.add("https://example.com/late") is False
+    assert "https://example.com/late" in seen
+
+
+@pytest.mark.parametrize("name", ["file", "file-bloom"])
+def test_ageing_file_keeps_its_generations_across_reopen(
+    name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """An ageing file saves every generation; reopened later, the expired ones are gone."""
+    url = AGEING_BACKENDS[name](tmp_path)
+    seen = open_url(url, clock)
+    seen.add("https://example.com/old")
+    clock.at(T0 + 2 * WINDOW_S)
+    seen.add("https://example.com/new")
+    seen.close()
+    reopened = open_url(url, clock.at(T0 + 39))
+    assert "https://example.com/old" in reopened
+    reopened.close()
+    again = open_url(url, clock.at(T0 + 41))
+    assert "https://example.com/old" not in again
+    assert "https://example.com/new" in again
+
+
+@pytest.mark.parametrize("name", ["file", "file-bloom"])
+def test_ageing_file_refuses_other_ageing_parameters(
+    name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """A file made with one max_age/window (or none) is refused under another, naming both."""
+    url = AGEING_BACKENDS[name](tmp_path)
+    open_url(url, clock).close()
+    with pytest.raises(SeenSetError, match=r"max_age=30s,? window=10s"):
+        open_seen_set(url.replace("max_age=30", "max_age=60"), clock=clock)
+    with pytest.raises(SeenSetError, match="max_age"):
+        open_seen_set(url.replace(f"&{AGEING}", "").replace(f"?{AGEING}", ""), clock=clock)
+    (tmp_path / "plain").mkdir()
+    plain = AGEING_BACKENDS[name](tmp_path / "plain")
+    plain = plain.replace(f"&{AGEING}", "").replace(f"?{AGEING}", "")
+    open_url(plain).close()
+    with pytest.raises(SeenSetError, match="without max_age"):
+        open_seen_set(f"{plain}{'&' if '?' in plain else '?'}{AGEING}", clock=clock)
+
+
+@pytest.mark.parametrize("name", ["redis-set", "redis-bloom"])
+def test_ageing_redis_refuses_other_parameters_on_its_key(
+    name: str, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """A Redis key made ageing is refused by another max_age and by a plain open, and back."""
+    key = unique_key(f"ageing-key-{name}")
+    open_url(AGEING_BACKENDS[name](Path()), clock, redis_key=key).add("https://a.example/")
+    with pytest.raises(SeenSetError, match="max_age"):
+        open_url(AGEING_BACKENDS[name](Path()).replace("max_age=30", "max_age=60"), redis_key=key)
+    plain = AGEING_BACKENDS[name](Path()).replace(f"&{AGEING}", "")
+    with pytest.raises(SeenSetError, match=r"ageing|max_age"):
+        open_url(plain, redis_key=key)
+    other = unique_key(f"plain-key-{name}")
+    open_url(plain, redis_key=other).add("https://a.example/")
+    with pytest.raises(SeenSetError):
+        open_url(AGEING_BACKENDS[name](Path()), clock, redis_key=other)
+
+
+# --- forgetting ---------------------------------------------------------------------------------
+
+FORGETTING = {
+    "memory": lambda tmp: "memory:",
+    "memory-ageing": lambda tmp: f"memory:?{AGEING}",
+    "file": lambda tmp: f"file:{tmp}/f.seen",
+    "file-ageing": lambda tmp: f"file:{tmp}/fa.seen?{AGEING}",
+    "redis-set": lambda tmp: "kind=set",
+    "redis-set-ageing": lambda tmp: f"kind=set&{AGEING}",
+}
+NOT_FORGETTING = {
+    "memory-bloom": lambda tmp: "memory:?kind=bloom&capacity=1000",
+    "file-bloom": lambda tmp: f"file:{tmp}/fb.seen?kind=bloom&capacity=1000",
+    "file-bloom-ageing": lambda tmp: f"file:{tmp}/fba.seen?kind=bloom&capacity=1000&{AGEING}",
+    "redis-bloom": lambda tmp: "kind=bloom&capacity=1000",
+    "redis-bloom-ageing": lambda tmp: f"kind=bloom&capacity=1000&{AGEING}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGETTING))
+def test_exact_sets_forget_one_url(
+    name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """forget removes a URL (True), the next add answers new; a URL never added: False."""
+    seen = open_url(FORGETTING[name](tmp_path), clock)
+    urls = [f"https://example.com/{i}" for i in range(10)]
+    seen.add_many(urls)
+    clock.at(T0 + WINDOW_S)  # ageing sets: the URLs are in an older generation now
+    assert seen.forget(urls[3]) is True  # type: ignore[attr-defined]
+    assert urls[3] not in seen
+    assert seen.forget_many([urls[3], urls[4], "https://example.com/never"]) == [  # type: ignore[attr-defined]
+        False,
+        True,
+        False,
+    ]
+    assert seen.add_many(urls) == [False] * 3 + [True, True] + [False] * 5
+    with pytest.raises(TypeError):
+        seen.forget_many([urls[0], b"short"])  # type: ignore[attr-defined]
+    assert urls[0] in seen  # the batch with a bad item removed nothing
+    assert seen.stats()["items"] == 10
+
+
+@pytest.mark.parametrize("name", ["file", "file-ageing"])
+def test_file_forget_is_saved(
+    name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """A forgotten URL stays forgotten after close and reopen."""
+    url = FORGETTING[name](tmp_path)
+    seen = open_url(url, clock)
+    seen.add_many(["https://example.com/a", "https://example.com/b"])
+    seen.close()
+    seen = open_url(url, clock)
+    seen.forget("https://example.com/a")  # type: ignore[attr-defined]
+    seen.close()
+    again = open_url(url, clock)
+    assert "https://example.com/a" not in again
+    assert "https://example.com/b" in again
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FORGETTING))
+def test_bloom_filters_refuse_to_forget_and_say_why(
+    name: str, tmp_path: Path, open_url: Callable[..., SeenSet], clock: DrivenClock
+) -> None:
+    """forget on a Bloom filter raises ForgetNotSupportedError naming max_age; no change."""
+    seen = open_url(NOT_FORGETTING[name](tmp_path), clock)
+    seen.add("https://example.com/a")
+    for call in (
+        lambda: seen.forget("https://example.com/a"),  # type: ignore[attr-defined]
+        lambda: seen.forget_many(["https://example.com/a"]),
+    ):  # type: ignore[attr-defined]
+        with pytest.raises(ForgetNotSupportedError, match="max_age") as info:
+            call()
+        assert isinstance(info.value, SeenSetError)
+    assert "https://example.com/a" in seen
+
+
+# --- routing --------------------------------------------------------------------------------------
+
+ROUTED = {
+    "memory": lambda tmp: "memory:?kind=route",
+    "file": lambda tmp: f"file:{tmp}/r.seen?kind=route",
+    "redis": lambda tmp: "kind=route",
+}
+HOSTS = "exact_hosts=shop.example.com,.example.org"
+
+
+@pytest.mark.parametrize("scheme", sorted(ROUTED))
+@pytest.mark.parametrize("ageing", [False, True])
+def test_routed_seen_set_sends_listed_hosts_to_the_exact_route(
+    scheme: str,
+    ageing: bool,
+    tmp_path: Path,
+    open_url: Callable[..., SeenSet],
+    clock: DrivenClock,
+) -> None:
+    """Listed hosts and domains go to an exact set, the rest to a Bloom filter; stats per route."""
+    base = ROUTED[scheme](tmp_path)
+    url = f"{base}{'&' if '?' in base or base.startswith('kind=') else '?'}{HOSTS}"
+    url += "&capacity=1000&error_rate=0.0001"
+    seen = open_url(f"{url}&{AGEING}" if ageing else url, clock)
+    assert isinstance(seen, RoutedSeenSet)
+    exact = ["https://shop.example.com/a", "https://example.org/b", "https://www.example.org/c"]
+    rest = ["https://example.com/d", "https://shop.example.com.evil.net/e"]
+    assert [seen.route_of(u) for u in exact + rest] == ["exact"] * 3 + ["bloom"] * 2
+    assert seen.add_many([*exact, *rest, exact[0]]) == [True] * 5 + [False]
+    assert all(u in seen for u in exact + rest)
+    stats = seen.stats()
+    assert stats["kind"] == "routed"
+    assert stats["items"] == 5
+    assert (stats["routes"]["exact"]["items"], stats["routes"]["bloom"]["items"]) == (3, 2)
+    assert stats["routes"]["exact"]["estimated_error_rate"] == 0.0
+    assert stats["error_rate"] == 0.0001
+    assert seen.forget(exact[1]) is True
+    assert seen.add(exact[1]) is True
+    with pytest.raises(ForgetNotSupportedError, match="Bloom route"):
+        seen.forget_many([exact[0], rest[0]])
+    assert exact[0] in seen  # refused whole: nothing forgotten
+    with pytest.raises(TypeError, match="routes by host"):
+        seen.add(url_digest(exact[0]))
+    if ageing:
+        clock.at(T0 + MAX_AGE_S + WINDOW_S)
+        assert seen.add_many([exact[0], rest[0]]) == [True, True]
+
+
+def test_routed_policy_file_with_patterns_and_own_route_urls(
+    tmp_path: Path, open_url: Callable[..., SeenSet]
+) -> None:
+    """policy=TOML: hosts, URL patterns and the routes' own seen-set URLs."""
+    policy = tmp_path / "routes.toml"
+    policy.write_text(
+        'exact_hosts = ["shop.example.com"]\n'
+        "exact_url_patterns = ['^https://news\\.example\\.com/2026/']\n"
+        f'exact = "file:{tmp_path}/mine.exact"\n'
+        'bloom = "memory:?kind=bloom&capacity=500"\n'
+    )
+    seen = open_url(f"memory:?kind=route&policy={policy}")
+    assert isinstance(seen, RoutedSeenSet)
+    assert seen.route_of("https://news.example.com/2026/story") == "exact"
+    assert seen.route_of("https://news.example.com/2025/story") == "bloom"
+    seen.add_many(["https://news.example.com/2026/story", "https://shop.example.com/"])
+    assert seen.stats()["routes"]["exact"]["kind"] == "file-exact"
+    assert seen.stats()["routes"]["bloom"]["capacity"] == 500
+    seen.close()
+    assert (tmp_path / "mine.exact").is_file()
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("exact_hosts = 'shop.example.com'\n", "exact_hosts must be a list"),
+        ("exact_hosts = ['a b']\n", "is not a host name"),
+        ("exact_url_patterns = ['(']\n", "is not a regex"),
+        ("colour = 'red'\n", "unknown field(s) colour"),
+        ("exact_hosts = [\n", "is not valid TOML"),
+        ("exact = 'memory:?kind=bloom'\nexact_hosts = ['a.example']\n", "not an exact seen-set"),
+    ],
+)
+def test_bad_route_policies_raise_config_error(tmp_path: Path, policy: str, message: str) -> None:
+    """A malformed policy file raises ConfigError naming the problem."""
+    path = tmp_path / "p.toml"
+    path.write_text(policy)
+    with pytest.raises(ConfigError) as info:
+        open_seen_set(f"memory:?kind=route&policy={path}")
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("memory:?max_age=abc", "max_age='abc' is not a duration"),
+        ("memory:?max_age=0", "max_age='0' must be a positive duration"),
+        ("memory:?window=10", "window= needs max_age="),
+        ("memory:?max_age=7d&window=5h", "whole number of windows"),
+        ("memory:?max_age=10&window=20", "whole number of windows"),
+        ("file:x?kind=bloom&scalable=1&max_age=1d", "scalable= does not combine with max_age="),
+        ("memory:?kind=route", "kind=route needs exact_hosts="),
+        ("memory:?kind=route&exact_hosts=a/b", "is not a host name"),
+        (
+            "memory:?kind=route&policy=/nonexistent.toml",
+            "policy='/nonexistent.toml' cannot be read",
+        ),
+        ("memory:?kind=route&exact_hosts=a.example&bogus=1", "unknown option(s) bogus"),
+        ("redis://127.0.0.1:6379/15?ttl=60&max_age=1d", "ttl= does not combine with max_age="),
+        ("redis://127.0.0.1:6379/15?replay_s=0", "replay_s='0' must be a positive duration"),
+        ("redis://127.0.0.1:6379/15?max_age=1d&key=a{b}", "must not contain { or }"),
+    ],
+)
+def test_bad_ageing_and_route_urls_raise_config_error(
+    url: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Malformed ageing, replay and route options raise ConfigError naming the parameter."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        open_seen_set(url)
+    assert message in str(info.value)
+    assert list(tmp_path.iterdir()) == []

@@ -31,6 +31,7 @@ from ..redis_fixtures import (
     assert_exact_race,
     delete_keys,
     redis_test_url,
+    run_ageing_race,
     run_race,
     unique_key,
     with_query,
@@ -436,3 +437,24 @@ def test_race_four_processes_bloom(redis_url: str, key: str) -> None:
     url = with_query(redis_url, f"key={key}&kind=bloom&capacity=200000&error_rate=0.01")
     news, added = run_race(url, workers=4, total=200_000, sample=150_000, batch=5_000)
     assert_bloom_race(news, added, 0.01)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["set", "bloom"])
+def test_race_across_a_generation_boundary(
+    redis_url: str, key: str, client: redis.Redis, kind: str
+) -> None:
+    """4 processes race on one ageing seen-set while a new generation starts: no URL new twice."""
+    query = "kind=set" if kind == "set" else "kind=bloom&capacity=200000&error_rate=0.01"
+    url = with_query(redis_url, f"key={key}&{query}&max_age=30&window=10")
+    news, added, spans = run_ageing_race(
+        url, window_s=10, workers=4, total=120_000, sample=90_000, batch=3_000
+    )
+    assert all(last == first + 1 for first, last in spans), spans  # every clock crossed it
+    if kind == "set":
+        assert_exact_race(news, added)
+    else:
+        assert_bloom_race(news, added, 0.01)
+    names = [k.decode() for k in client.scan_iter(match=f"{key}*:g*", count=1000)]
+    written = {n.rpartition(":g")[2] for n in names if ":r:" not in n}
+    assert len(written) == 2, written  # both generations were written

@@ -22,6 +22,7 @@ from ..redis_fixtures import (
     assert_bloom_race,
     assert_exact_race,
     delete_keys,
+    run_ageing_race,
     run_race,
     skip_or_fail,
     unique_key,
@@ -193,3 +194,44 @@ def test_race_through_the_cluster(cluster: Cluster, key: str) -> None:
     bloom = f"{cluster.url}?kind=bloom&capacity=60000&error_rate=0.01&key={key}:bloom"
     news, added = run_race(bloom, workers=4, total=60_000, sample=50_000, batch=5_000)
     assert_bloom_race(news, added, 0.01)
+
+
+@pytest.mark.parametrize("kind", ["set", "bloom"])
+def test_ageing_and_forgetting_through_the_cluster(cluster: Cluster, key: str, kind: str) -> None:
+    """Ageing (a driven clock) and forget on the cluster: every key of a group in one slot."""
+    now = [100_000.0]
+    query = "kind=set" if kind == "set" else "kind=bloom&capacity=5000&error_rate=1e-6"
+    url = f"{cluster.url}?{query}&key={key}&max_age=30&window=10"
+    seen = open_seen_set(url, clock=lambda: now[0])
+    try:
+        urls = [f"https://example.com/{i}" for i in range(300)]
+        assert seen.add_many(urls) == [True] * 300
+        now[0] += 39.9
+        assert seen.add_many(urls[:10]) == [False] * 10
+        if kind == "set":
+            assert seen.forget(urls[0]) is True  # type: ignore[attr-defined]
+            assert seen.add(urls[0]) is True
+        now[0] += 0.1
+        assert seen.add_many(urls[1:11]) == [True] * 10
+        expected = [1, 10] if kind == "set" else [10]  # the re-add of urls[0] is in 10,003
+        assert [g["entries"] for g in seen.stats()["generations"]] == expected
+    finally:
+        seen.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["set", "bloom"])
+def test_race_across_a_generation_boundary_through_the_cluster(
+    cluster: Cluster, key: str, kind: str
+) -> None:
+    """4 processes on an ageing cluster seen-set while a generation starts: none new twice."""
+    query = "kind=set" if kind == "set" else "kind=bloom&capacity=60000&error_rate=0.01"
+    url = f"{cluster.url}?{query}&key={key}:{kind}&max_age=30&window=10"
+    news, added, spans = run_ageing_race(
+        url, window_s=10, workers=4, total=60_000, sample=45_000, batch=3_000
+    )
+    assert all(last == first + 1 for first, last in spans), spans
+    if kind == "set":
+        assert_exact_race(news, added)
+    else:
+        assert_bloom_race(news, added, 0.01)

@@ -126,3 +126,19 @@ def test_precheck_wrong_guess_is_retried_not_wrong(database_url: str) -> None:
         assert [d.kind for d in w.should_parse_many([("https://e.com/2", html)])] == ["unchanged"]
         (row,) = snapshot_rows(w)
         assert (row.fetch_count, row.version_count) == (3, 1)
+
+
+def test_an_ageing_seen_set_reads_the_watchs_clock(tmp_path: Path) -> None:
+    """ChangeWatch(clock=…) drives an ageing seen-set: a URL is new again after max_age + window."""
+    from datetime import UTC, datetime, timedelta
+
+    now = [datetime(2026, 1, 5, tzinfo=UTC)]
+    seen_url = f"file:{tmp_path}/aged.seen?max_age=7d&window=1d"
+    db = f"sqlite:///{tmp_path}/cw.db"
+    with ChangeWatch(database_url=db, seen_url=seen_url, clock=lambda: now[0]) as watch:
+        assert watch.mark_seen("https://example.com/a") is True
+        now[0] += timedelta(days=7)
+        assert watch.mark_seen("https://example.com/a") is False
+        now[0] += timedelta(days=1)
+        assert watch.mark_seen("https://example.com/a") is True
+        assert watch.stats()["seen"]["live_generations"] == 8
