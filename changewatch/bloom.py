@@ -32,6 +32,8 @@ import numpy as np
 from changewatch.errors import SeenSetError
 
 __all__ = [
+    "DEFAULT_BLOOM_CAPACITY",
+    "DEFAULT_BLOOM_ERROR_RATE",
     "BloomFilter",
     "BloomGenerations",
     "actual_error",
@@ -41,6 +43,10 @@ __all__ = [
     "generation_error_rate",
     "positions",
 ]
+
+#: Capacity and error rate of a Bloom seen-set whose URL names none (file, memory or Redis).
+DEFAULT_BLOOM_CAPACITY = 1_000_000
+DEFAULT_BLOOM_ERROR_RATE = 0.001
 
 _LN2_SQUARED = math.log(2) ** 2
 _MASK64 = (1 << 64) - 1

@@ -31,7 +31,13 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from changewatch.bloom import BloomFilter, BloomGenerations, compound_error_rate
+from changewatch.bloom import (
+    DEFAULT_BLOOM_CAPACITY,
+    DEFAULT_BLOOM_ERROR_RATE,
+    BloomFilter,
+    BloomGenerations,
+    compound_error_rate,
+)
 from changewatch.errors import SeenSetError
 from changewatch.seen.ageing import Ageing, Clock, system_clock
 from changewatch.seen.digests import to_digest, to_digests
@@ -61,9 +67,6 @@ _GENERATION = struct.Struct(">qI")  # generation number, filters in it
 _LENGTH = struct.Struct(">Q")
 _NO_TOP = -(2**63)
 
-#: Capacity and error rate of a ``file:…?kind=bloom`` filter when the URL names none.
-DEFAULT_BLOOM_CAPACITY = 1_000_000
-DEFAULT_BLOOM_ERROR_RATE = 0.001
 #: Scalable filters (Almeida et al., "Scalable Bloom Filters", 2007): each new sub-filter
 #: has GROWTH times the capacity of the last and TIGHTENING times its error rate; sub-filter
 #: i gets SCALABLE_MARGIN·p·(1−r)·rⁱ, so the compound rate stays under 0.9·p — the margin

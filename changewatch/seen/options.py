@@ -7,6 +7,7 @@ import re
 from urllib.parse import parse_qsl, urlsplit
 
 from changewatch.errors import ConfigError
+from changewatch.redact import redact_url, scrub
 from changewatch.seen.ageing import Ageing
 
 __all__ = ["DEFAULT_WINDOWS_PER_MAX_AGE", "SeenURL", "parse_seconds"]
@@ -68,9 +69,7 @@ class SeenURL:
 
     def error(self, message: str) -> ConfigError:
         """A :class:`ConfigError` naming this URL (without any password)."""
-        shown = self.url
-        if self.parts.password:
-            shown = shown.replace(self.parts.password, "***", 1)
+        shown = scrub(redact_url(self.url), [self.parts.password])
         return ConfigError(f"seen-set URL {shown!r}: {message}")
 
     def text(self, name: str, default: str) -> str:

@@ -17,6 +17,7 @@ import redis.exceptions as rx
 from redis.cluster import RedisCluster
 
 from changewatch.errors import SeenSetError, SeenSetUnavailableError
+from changewatch.redact import scrub
 from changewatch.seen.digests import DIGEST_SIZE, to_digest, to_digests
 from changewatch.seen.redis.scripts import (
     SCRIPTS,
@@ -67,7 +68,7 @@ def _translated(where: str, secret: str | None = None) -> Iterator[None]:
 
     def text(exc: BaseException) -> str:
         message = f"{type(exc).__name__}: {exc}"
-        return message.replace(secret, "***") if secret else message
+        return scrub(message, [secret])
 
     try:
         yield

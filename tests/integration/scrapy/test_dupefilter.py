@@ -27,7 +27,7 @@ from changewatch.scrapy import (
 )
 from changewatch.urls import url_digest
 
-from .redis_fixtures import delete_keys, redis_test_url, unique_key, with_query
+from ..redis_fixtures import delete_keys, redis_test_url, unique_key, with_query
 
 DUPEFILTER = "changewatch.scrapy.ChangewatchDupeFilter"
 
