@@ -11,7 +11,8 @@
     │   ├── SchemaOutOfDateError           the database schema is behind the code
     │   └── StoreConflictError             a batch lost too many races in a row
     ├── SeenSetError                       a seen-set file or server failed
-    │   └── SeenSetUnavailableError        the seen-set server cannot be reached
+    │   ├── SeenSetUnavailableError        the seen-set server cannot be reached
+    │   └── ForgetNotSupportedError        a Bloom filter was asked to forget a URL
     ├── SitemapError                       a sitemap could not be read (``url`` names it)
     │   ├── SitemapParseError              not a sitemap, or broken beyond recovery
     │   ├── SitemapRefusedError            a hostile construct (DOCTYPE, ENTITY) refused
@@ -121,6 +122,10 @@ class SeenSetUnavailableError(SeenSetError):
     """The seen-set server could not be reached."""
 
     retryable = True
+
+
+class ForgetNotSupportedError(SeenSetError):
+    """A Bloom filter cannot forget one URL: let its entries age out (``max_age``) instead."""
 
 
 class SitemapError(ChangewatchError):

@@ -14,47 +14,40 @@ again on fresh data: concurrent workers never lose a count or duplicate a versio
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from changewatch.batch import (
+    BatchPage,
+    BatchRules,
+    Fetched,
+    Html,
+    decide_batch,
+    prepare,
+    prepare_item,
+)
 from changewatch.conditional import conditional_request_headers, validators_from_headers
 from changewatch.decide import (
     DEFAULT_NEAR_LIMIT,
     MAX_NEAR_DISTANCE,
-    DuplicatePool,
     check_near_distance,
-    decide_new,
-    decide_stored,
-    reverted_to,
 )
 from changewatch.errors import (
     CanonVersionMismatchError,
     ConfigError,
     PageNotStoredError,
-    PageTooLargeError,
     SeenSetUnavailableError,
-    StoreConflictError,
     TextNotStoredError,
     UnexpectedStatusError,
 )
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
-    Fingerprint,
     FingerprintPolicy,
-    content_sha256,
-    is_binary,
-    normalise_markup,
-    simhash,
 )
-from changewatch.fingerprint import raw_sha256 as hash_raw
 from changewatch.observe import (
     NULL_OBSERVER,
     Observer,
@@ -64,15 +57,13 @@ from changewatch.observe import (
 )
 from changewatch.schedule import DuePage
 from changewatch.seen import SeenSet, open_seen_set
-from changewatch.store import StorePort, TransactionPort, WriteConflict, open_store
+from changewatch.store import StorePort, open_store
 from changewatch.textdiff import unified_text_diff
 from changewatch.urls import (
     CanonPolicy,
     canon_version,
     canonicalise,
     digest_canonical,
-    stored_url,
-    url_host,
 )
 from changewatch.values import (
     DEFAULT_DATABASE_URL,
@@ -81,14 +72,10 @@ from changewatch.values import (
     DEFAULT_MINOR_DISTANCE,
     DEFAULT_SEEN_URL,
     SEEN_ON_ERROR,
-    Change,
     Decision,
     NearDuplicate,
-    NewPage,
-    PageText,
     PruneReport,
     SeenOnError,
-    Touch,
     UrlPolicy,
     Version,
     VersionDiff,
@@ -104,52 +91,6 @@ DEFAULT_MAX_ATTEMPTS = 10
 
 #: Snapshot rows read on open to check they were keyed by the same canonicalisation rules.
 DEFAULT_CANON_CHECK_ROWS = 10_000
-
-Html = str | bytes
-#: A page for should_parse_many: (url, body) or (url, body, response headers).
-BatchPage = tuple[str, Html] | tuple[str, Html, Mapping[str, str] | None]
-
-
-@dataclass(slots=True)
-class _Page:
-    """One fetched page, validated; its content hash and fingerprint are computed on first
-    need (:class:`changewatch.decide.FetchedPage`)."""
-
-    url: str
-    digest: bytes
-    html: Html
-    raw: bytes
-    content_type: str | None
-    etag: str | None
-    last_modified: str | None
-    policy: FingerprintPolicy | None
-    text: str | None = None
-    _content: bytes | None = None
-    _fp: Fingerprint | None = None
-    binary: bool = False
-
-    def content(self) -> bytes:
-        """The page's normalised-text SHA-256 (parsing it once, on first need)."""
-        if self._content is None:
-            if is_binary(self.html, self.content_type):
-                # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
-                self.binary, self.text, self._content = True, "", self.raw
-            else:
-                self.text = normalise_markup(
-                    self.html, self.content_type, self.policy, host=url_host(self.url)
-                )
-                self._content = content_sha256(self.text)
-        return self._content
-
-    def fingerprint(self) -> Fingerprint:
-        """The whole fingerprint; the SimHash is only computed when a decision needs it."""
-        if self._fp is None:
-            content = self.content()
-            assert self.text is not None
-            self._fp = Fingerprint(
-                self.raw, content, simhash(self.text), len(self.text), binary=self.binary
-            )
-        return self._fp
 
 
 class ChangeWatch:
@@ -246,7 +187,10 @@ class ChangeWatch:
         if self._seen is None:
             with self._seen_lock:
                 if self._seen is None:
-                    self._seen = open_seen_set(self._seen_url)
+                    # An ageing seen-set reads "now" from the watch's clock too.
+                    self._seen = open_seen_set(
+                        self._seen_url, clock=lambda: self._clock().timestamp()
+                    )
         return self._seen
 
     # -- enqueue time -------------------------------------------------------------------
@@ -341,7 +285,7 @@ class ChangeWatch:
         malformed item raises ``TypeError`` naming its index); a failing batch writes nothing.
         Time and memory grow linearly with the batch.
         """
-        prepared = [self._batch_page(index, item) for index, item in enumerate(pages)]
+        prepared = [prepare_item(i, item, self._prepare) for i, item in enumerate(pages)]
         # A URL repeated within the batch is decided after its earlier occurrence.
         rounds: list[list[int]] = []
         occurrences: dict[bytes, int] = {}
@@ -549,30 +493,6 @@ class ChangeWatch:
             version=hit.version_count,
         )
 
-    def _batch_page(self, index: int, item: object) -> _Page:
-        """One item of ``should_parse_many``, validated (``TypeError`` naming its index)."""
-        if not isinstance(item, tuple | list) or not 2 <= len(item) <= 3:
-            raise TypeError(
-                f"should_parse_many: item {index} must be a (url, html) or (url, html, headers) "
-                f"tuple, got {_describe(item)}"
-            )
-        url, html = item[0], item[1]
-        if not isinstance(url, str):
-            raise TypeError(
-                f"should_parse_many: item {index}: url must be str, not {type(url).__name__}"
-            )
-        headers = item[2] if len(item) == 3 else None
-        if headers is not None and not isinstance(headers, Mapping):
-            raise TypeError(
-                f"should_parse_many: item {index}: headers must be a mapping of header names "
-                f"to values (or None), not {type(headers).__name__}"
-            )
-        try:
-            etag, last_modified = validators_from_headers(headers)
-            return self._prepare(url, html, None, etag, last_modified)
-        except TypeError as exc:
-            raise TypeError(f"should_parse_many: item {index}: {exc}") from None
-
     def _prepare(
         self,
         url: str,
@@ -580,137 +500,33 @@ class ChangeWatch:
         content_type: str | None,
         etag: str | None,
         last_modified: str | None,
-    ) -> _Page:
-        if not isinstance(html, str | bytes):
-            raise TypeError(f"html must be str or bytes, not {type(html).__name__}")
-        canonical = canonicalise(url, self.canon_policy)
-        size = len(html) if isinstance(html, bytes) else len(html.encode("utf-8", "surrogatepass"))
-        if size > self.max_page_bytes:
-            raise PageTooLargeError(canonical, size, self.max_page_bytes)
-        return _Page(
-            canonical,
-            digest_canonical(canonical),
+    ) -> Fetched:
+        return prepare(
+            url,
             html,
-            hash_raw(html),
             content_type,
             etag,
             last_modified,
-            self.fingerprint_policy,
+            canon_policy=self.canon_policy,
+            max_page_bytes=self.max_page_bytes,
+            fingerprint_policy=self.fingerprint_policy,
         )
 
-    def _decide_batch(self, pages: Sequence[_Page]) -> list[Decision]:
-        for attempt in range(self._max_attempts):
-            try:
-                # The seen-set pre-check only on the first attempt: after a conflict, look up.
-                return self._attempt(pages, precheck=self.seen_precheck and attempt == 0)
-            except WriteConflict:
-                log.debug(
-                    "batch of %d lost a race (attempt %d); deciding again", len(pages), attempt + 1
-                )
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # jitter, not security
-        raise StoreConflictError(
-            f"a batch of {len(pages)} page(s) lost {self._max_attempts} races in a row "
-            "with other workers; nothing was written"
+    def _decide_batch(self, pages: Sequence[Fetched]) -> list[Decision]:
+        rules = BatchRules(
+            self.minor_distance,
+            self.url_policy,
+            self.canon_version,
+            self.flip_window,
+            self.store_text,
+            self._max_attempts,
         )
+        unseen = self._unseen if self.seen_precheck else None
+        return decide_batch(self._store, pages, rules, self._clock, unseen)
 
-    def _attempt(self, pages: Sequence[_Page], *, precheck: bool = False) -> list[Decision]:
-        """Decide a batch in one transaction: lookup → decide → write; :class:`WriteConflict`
-        if a page moved meanwhile.
-
-        Batches read their snapshots in one ``SELECT`` (locking the rows, in digest order, on
-        Postgres) rather than trying the one-statement fast path first: two statements that
-        each lock rows in digest order would not lock them in one global order, and
-        concurrent batches could deadlock. With ``precheck``, a URL the seen-set never saw is
-        taken as new without reading its snapshot; if it was stored after all, the insert
-        conflicts and the batch is decided again with the lookup.
-        """
-        now = self._clock()
-        unseen = set() if not precheck else {p.digest for p in pages if p.digest not in self.seen}
-        with self._store.transaction() as tx:
-            snapshots = tx.lookup([p.digest for p in pages if p.digest not in unseen])
-            decided: dict[bytes, Decision] = {}
-            new: list[NewPage] = []
-            touches: list[Touch] = []
-            changes: list[Change] = []
-            for page in pages:
-                snap = snapshots.get(page.digest)
-                if snap is None:
-                    url = stored_url(page.url, self.url_policy)
-                    decision, insert = decide_new(page, url_host(page.url), url, self.canon_version)
-                    new.append(insert)
-                else:
-                    decision, write = decide_stored(page, snap, self.minor_distance)
-                    if isinstance(write, Touch):
-                        touches.append(write)
-                    else:
-                        changes.append(write)
-                decided[page.digest] = decision
-            if changes and self.flip_window:
-                changes = self._mark_reversions(tx, changes, decided)
-            decisions = [decided[p.digest] for p in pages]
-            if new:
-                decisions = self._with_duplicates(tx, new, decisions)
-            texts = self._texts(pages, decisions) if self.store_text else []
-            tx.write(now, new, touches, changes, texts)
-        return decisions
-
-    def _mark_reversions(
-        self, tx: TransactionPort, changes: list[Change], decided: dict[bytes, Decision]
-    ) -> list[Change]:
-        """Set ``reverted_to`` on changes back to one of the page's last ``flip_window``
-        versions: one indexed read of those versions' hashes for the changed pages only."""
-        recent = tx.recent_contents(
-            [c.url_digest for c in changes], self.flip_window, FINGERPRINT_VERSION
-        )
-        marked = []
-        for change in changes:
-            earlier = reverted_to(change.fp.content_sha256, recent.get(change.url_digest, ()))
-            if earlier is not None:
-                change = dataclasses.replace(change, reverted_to=earlier)
-                decided[change.url_digest] = dataclasses.replace(
-                    decided[change.url_digest], reverted_to=earlier
-                )
-            marked.append(change)
-        return marked
-
-    def _texts(self, pages: Sequence[_Page], decisions: Sequence[Decision]) -> list[PageText]:
-        """The normalised texts of the new versions in a batch (computed already; never binary)."""
-        return [
-            PageText(d.content_sha256, page.text, FINGERPRINT_VERSION)
-            for page, d in zip(pages, decisions, strict=True)
-            if d.kind != "unchanged" and page.text and not page.binary
-        ]
-
-    def _with_duplicates(
-        self, tx: TransactionPort, new: Sequence[NewPage], decisions: list[Decision]
-    ) -> list[Decision]:
-        """Fill ``duplicate_of`` for new pages as one-by-one calls would.
-
-        One statement reads the exact and near copies of the new pages (pages without text —
-        empty, or binary — have no meaningful SimHash: only exact copies are looked up for
-        them, which also keeps their shared SimHash from matching every such page). The
-        candidates are the stored rows as they were before the batch, updated with the pages
-        decided earlier in the batch (:class:`~changewatch.decide.DuplicatePool`). One gap
-        remains: if the smallest-digest holder of a content changed earlier in the batch, the
-        next holder is only known when it is also a band candidate.
-        """
-        near = tx.near_candidates(
-            [n.fp.simhash for n in new if n.fp.text_length > 0],
-            [n.fp.content_sha256 for n in new],
-        )
-        textless = {n.url_digest for n in new if n.fp.text_length == 0}
-        pool = DuplicatePool(near, self.minor_distance)
-        out = []
-        for d in decisions:
-            if d.kind == "new":
-                other = pool.duplicate_of(d, textless=d.url_digest in textless)
-                if other is not None:
-                    d = dataclasses.replace(d, duplicate_of=other)
-            if d.kind != "unchanged" or d.path == "refingerprint":
-                name = stored_url(d.url, self.url_policy) or d.url_digest.hex()
-                pool.replace(d.url_digest, name, d.simhash, d.content_sha256)
-            out.append(d)
-        return out
+    def _unseen(self, pages: Sequence[Fetched]) -> set[bytes]:
+        """The digests the seen-set never saw (the ``seen_precheck``)."""
+        return {p.digest for p in pages if p.digest not in self.seen}
 
 
 def _diff_label(canonical: str, version: Version | None) -> str:
@@ -718,13 +534,6 @@ def _diff_label(canonical: str, version: Version | None) -> str:
         return f"{canonical} (nothing stored before version 1)"
     seen = version.first_seen.isoformat()
     return f"{canonical} version {version.version} ({version.kind}, {seen})"
-
-
-def _describe(item: object) -> str:
-    """A short description of a malformed batch item for an error message."""
-    if isinstance(item, tuple | list):
-        return f"a {type(item).__name__} of {len(item)} item(s)"
-    return f"{type(item).__name__} {item!r}"[:80]
 
 
 def _utcnow() -> datetime:

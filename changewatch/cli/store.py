@@ -26,16 +26,77 @@ __all__ = ["due", "prune", "stats"]
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--seen",
+    "with_seen",
+    is_flag=True,
+    help="Also open the seen-set (--seen-url) and show its figures and each generation.",
+)
 @click.pass_obj
-def stats(options: Options, as_json: bool) -> None:
-    """Show the store's counters: pages, fetches, versions per kind."""
+def stats(options: Options, as_json: bool, with_seen: bool) -> None:
+    """Show the store's counters: pages, fetches, versions per kind (--seen: the seen-set)."""
     with options.watch(allow_mixed_canon=True) as watch:  # stats reports a mismatch
+        if with_seen:
+            watch.seen  # opened here, so that watch.stats() reports it  # noqa: B018
         counters = watch.stats()
     data = {k: iso(v) if isinstance(v, datetime) else v for k, v in counters.items()}
+    seen: dict[str, Any] | None = counters.get("seen")
+    data.pop("seen", None)
     if as_json:
-        echo_json(data)
-    else:
-        console().print(fields_table(data, "changewatch store"))
+        echo_json({**data, "seen": seen} if with_seen else data)
+        return
+    console().print(fields_table(data, "changewatch store"))
+    if seen is not None:
+        for title, figures in _seen_parts(seen):
+            _print_seen(figures, title)
+
+
+def _seen_parts(seen: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The seen-set, then each route of a routed one, with a title each."""
+    parts = [("seen-set", seen)]
+    for name, route in (seen.get("routes") or {}).items():
+        parts.append((f"seen-set route {name}", route))
+    return parts
+
+
+def _print_seen(figures: dict[str, Any], title: str) -> None:
+    rows = {k: v for k, v in figures.items() if k not in ("generations", "routes")}
+    console().print(fields_table(rows, title))
+    generations = figures.get("generations")
+    if generations:
+        console().print(generations_table(generations, f"{title}: generations"))
+
+
+def generations_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """Each live generation of a seen-set: age, entries, fill, estimated false-positive rate."""
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    for column in ("generation", "age", "expires in", "entries", "filters", "fill", "est. FP rate"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        fill = row.get("fill")
+        table.add_row(
+            cell(row["generation"]),
+            cell(_seconds(row.get("age_s"))),
+            cell(_seconds(row.get("expires_in_s"))),
+            cell(row["entries"]),
+            cell(row.get("filters", "—")),
+            cell("—" if fill is None else f"{fill:.4f}"),
+            cell(f"{row['estimated_error_rate']:.3g}"),
+        )
+    return table
+
+
+def _seconds(value: float | None) -> str:
+    """``3d 4h``, ``2h 5m``, ``45s`` — a generation's age, for people."""
+    if value is None:
+        return "—"
+    seconds = round(value)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    shown = [f"{n}{unit}" for n, unit in parts if n][:2]
+    return " ".join(shown) or "0s"
 
 
 @click.command()

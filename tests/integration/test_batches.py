@@ -66,9 +66,12 @@ def test_a_statement_over_the_parameter_limit_is_not_retryable(pg_admin_url: str
     engine = sa.create_engine(pg_admin_url)
     stmt = sa.select(sa.literal(1)).where(sa.literal(1).in_(sa.bindparam("x", expanding=True)))
     try:
-        with pytest.raises(StoreError) as info:
-            with translate_errors("postgresql://u:hunter2@h/db"), engine.connect() as conn:
-                conn.execute(stmt, {"x": list(range(70_000))})
+        with (
+            pytest.raises(StoreError) as info,
+            translate_errors("postgresql://u:hunter2@h/db"),
+            engine.connect() as conn,
+        ):
+            conn.execute(stmt, {"x": list(range(70_000))})
     finally:
         engine.dispose()
     assert info.value.retryable is False
@@ -89,9 +92,12 @@ def test_a_missing_table_on_sqlite_is_not_retryable(tmp_path: Any) -> None:
     'locked' and 'busy' count as retryable."""
     engine = sa.create_engine(f"sqlite:///{tmp_path}/x.db")
     try:
-        with pytest.raises(StoreError) as info:
-            with translate_errors(f"sqlite:///{tmp_path}/x.db"), engine.connect() as conn:
-                conn.execute(sa.text("SELECT * FROM nowhere"))
+        with (
+            pytest.raises(StoreError) as info,
+            translate_errors(f"sqlite:///{tmp_path}/x.db"),
+            engine.connect() as conn,
+        ):
+            conn.execute(sa.text("SELECT * FROM nowhere"))
     finally:
         engine.dispose()
     assert info.value.retryable is False
