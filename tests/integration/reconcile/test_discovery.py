@@ -19,7 +19,7 @@ from changewatch import ChangeWatch
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.walk import ROBOTS_MAX_BYTES
 
-from ._http_server import LocalSite, Reply, serve
+from .._http_server import LocalSite, Reply, serve
 from ._lying_site import (
     HOST,
     PAGES,

@@ -18,7 +18,7 @@ from changewatch import ChangeWatch
 from changewatch.reconcile import ReconcileResult
 from changewatch.sitemaps.fetch import SafeClient
 
-from ._http_server import LocalSite, Reply, serve
+from .._http_server import LocalSite, Reply, serve
 from ._lying_site import HOST, index, local_client, pages, reconcile_site, stock, urlset
 
 if TYPE_CHECKING:

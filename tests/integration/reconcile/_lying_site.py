@@ -20,7 +20,7 @@ from changewatch.sitemaps.model import Limits
 from changewatch.store.reconcile import ReconcileStore
 from changewatch.store.tables import reconcile_findings
 
-from ._http_server import LocalSite
+from .._http_server import LocalSite
 
 if TYPE_CHECKING:
     from conftest import Clock

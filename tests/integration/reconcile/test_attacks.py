@@ -19,7 +19,7 @@ from changewatch.reconcile import ReconcileResult
 from changewatch.sitemaps.model import Limits
 from changewatch.store.tables import reconcile_findings
 
-from ._http_server import LocalSite, Reply, serve
+from .._http_server import LocalSite, Reply, serve
 from ._lying_site import (
     HOST,
     PAGES,

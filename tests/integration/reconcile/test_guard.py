@@ -16,7 +16,7 @@ from changewatch.reconcile import ReconcileResult
 from changewatch.reconcile.guard import ShrinkGuard
 from changewatch.store.tables import reconcile_hosts
 
-from ._http_server import LocalSite, Reply, serve
+from .._http_server import LocalSite, Reply, serve
 from ._lying_site import (
     HOST,
     PAGES,
