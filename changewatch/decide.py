@@ -38,6 +38,7 @@ from changewatch.values import (
     NearCandidate,
     NearDuplicate,
     NewPage,
+    RawHit,
     Snapshot,
     Touch,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "FetchedPage",
     "check_near_distance",
     "check_simhash",
+    "decide_hit",
     "decide_new",
     "decide_stored",
     "nearest",
@@ -154,6 +156,21 @@ def _unchanged(page: FetchedPage, snap: Snapshot, path: DecisionPath) -> Decisio
 
 def _touch(page: FetchedPage, snap: Snapshot, fp: Fingerprint | None = None) -> Touch:
     return Touch(page.digest, snap.version_count, page.raw, page.etag, page.last_modified, fp=fp)
+
+
+def decide_hit(url: str, digest: bytes, hit: RawHit, path: DecisionPath = "raw") -> Decision:
+    """The answer of the one-statement paths: the stored version was counted again (its raw
+    hash matched: path ``raw``; or the server said 304: path ``not-modified``)."""
+    return Decision(
+        "unchanged",
+        url,
+        digest,
+        hit.content_sha256,
+        hit.simhash,
+        distance=0,
+        path=path,
+        version=hit.version_count,
+    )
 
 
 def reverted_to(content: bytes, recent: Sequence[tuple[int, bytes]]) -> int | None:

@@ -35,6 +35,7 @@ from changewatch.decide import (
     DEFAULT_NEAR_LIMIT,
     MAX_NEAR_DISTANCE,
     check_near_distance,
+    decide_hit,
 )
 from changewatch.errors import (
     CanonVersionMismatchError,
@@ -263,16 +264,7 @@ class ChangeWatch:
             self._clock(), page.digest, page.raw, FINGERPRINT_VERSION, etag, last_modified
         )
         if hit is not None:
-            return Decision(
-                "unchanged",
-                page.url,
-                page.digest,
-                hit.content_sha256,
-                hit.simhash,
-                distance=0,
-                path="raw",
-                version=hit.version_count,
-            )
+            return decide_hit(page.url, page.digest, hit)
         return self._decide_batch([page])[0]
 
     @observed_decisions
@@ -482,16 +474,7 @@ class ChangeWatch:
             raise PageNotStoredError(
                 canonical, f"304 Not Modified for {canonical!r}, which was never stored"
             )
-        return Decision(
-            "unchanged",
-            canonical,
-            digest,
-            hit.content_sha256,
-            hit.simhash,
-            distance=0,
-            path="not-modified",
-            version=hit.version_count,
-        )
+        return decide_hit(canonical, digest, hit, "not-modified")
 
     def _prepare(
         self,
