@@ -18,7 +18,8 @@
     │   ├── SitemapRefusedError            a hostile construct (DOCTYPE, ENTITY) refused
     │   ├── SitemapLimitError              over a size, count, ratio or depth limit
     │   └── FetchError                     an HTTP fetch failed (``status`` if any)
-    │       └── UnsafeURLError             a URL or address the fetcher must not visit
+    │       ├── UnsafeURLError             a URL or address the fetcher must not visit
+    │       └── TimeLimitError             a walk's per-host or per-run time limit passed
     ├── UnexpectedStatusError (ValueError) should_parse given a status other than 2xx or 304
     ├── PageNotStoredError (LookupError)   a 304, a diff or a version for a page never stored
     └── TextNotStoredError (LookupError)   a version's text was not kept (store_text off)
@@ -167,6 +168,17 @@ class UnsafeURLError(FetchError):
     """The fetcher refused a URL or an address it must not visit."""
 
     retryable = False
+
+
+class TimeLimitError(FetchError):
+    """A sitemap walk's time limit (per host or per run) passed before the fetch finished."""
+
+    retryable = False
+
+    def __init__(self, url: str, limit: str) -> None:
+        #: What passed, as the run reports it: ``"the host's time limit of 1800 s"``.
+        self.limit = limit
+        super().__init__(url, f"{limit} passed")
 
 
 class UnexpectedStatusError(ChangewatchError, ValueError):

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -37,10 +38,15 @@ from rich.text import Text
 from changewatch.cli.common import Options, positive_duration_option
 from changewatch.config import Settings
 from changewatch.errors import ChangewatchError, InvalidURLError
+from changewatch.reconcile.guard import DEFAULT_MAX_VANISHED_SHARE, ShrinkGuard
 from changewatch.reconcile.index import DEFAULT_MAX_ROWS
 from changewatch.reconcile.job import run_reconcile
 from changewatch.reconcile.plan import site_host
-from changewatch.reconcile.sources import WalkSource
+from changewatch.reconcile.sources import (
+    DEFAULT_HOST_TIME_LIMIT_S,
+    DEFAULT_RUN_TIME_LIMIT_S,
+    WalkSource,
+)
 from changewatch.reconcile.values import HostResult, ReconcileResult
 from changewatch.sitemaps.fetch import SafeClient
 from changewatch.sitemaps.model import Limits
@@ -157,6 +163,36 @@ class _RecrawlFile:
     help="Stored pages held in memory (41 bytes each, over all hosts; Postgres); hosts "
     "that do not fit are looked up in batches. 0: always look up in batches.",
 )
+@click.option(
+    "--host-time-limit",
+    metavar="DURATION",
+    default=f"{DEFAULT_HOST_TIME_LIMIT_S:.0f}s",
+    show_default=True,
+    callback=positive_duration_option,
+    help="Wall time one host's robots.txt and sitemaps may take; past it the host is "
+    "incomplete (no vanished).",
+)
+@click.option(
+    "--run-time-limit",
+    metavar="DURATION",
+    default=f"{DEFAULT_RUN_TIME_LIMIT_S:.0f}s",
+    show_default=True,
+    callback=positive_duration_option,
+    help="Wall time the walks of one run may take together.",
+)
+@click.option(
+    "--max-vanished-share",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=DEFAULT_MAX_VANISHED_SHARE,
+    show_default=True,
+    help="Shrink guard: withhold a host's vanished pages when more than this share of its "
+    "stored pages would newly vanish, or its listing shrank by more since its last run.",
+)
+@click.option(
+    "--force-vanished",
+    is_flag=True,
+    help="Report vanished pages even where the shrink guard does not believe the listing.",
+)
 @click.option("--no-record", is_flag=True, help="Do not record the run in reconcile_runs.")
 @click.pass_obj
 def reconcile_command(
@@ -170,6 +206,10 @@ def reconcile_command(
     max_bytes: int,
     max_depth: int,
     memory_pages: int,
+    host_time_limit: timedelta,
+    run_time_limit: timedelta,
+    max_vanished_share: float,
+    force_vanished: bool,
     no_record: bool,
 ) -> None:
     """Compare the sitemaps of each site with the store: missing, stale, vanished, fresh.
@@ -197,6 +237,12 @@ def reconcile_command(
         as_json=as_json,
         every=every,
         memory_pages=memory_pages,
+        guard=_Guard(
+            host_s=host_time_limit.total_seconds(),
+            run_s=run_time_limit.total_seconds(),
+            shrink=ShrinkGuard(max_share=max_vanished_share),
+            force=force_vanished,
+        ),
     )
     stop = _Stop()
     with stop.installed():
@@ -222,6 +268,16 @@ def _loop(job: _Job, every: timedelta, stop: _Stop) -> None:
         stop.event.wait(max(0.0, start + slots * interval - time.monotonic()))
 
 
+@dataclass(frozen=True, slots=True)
+class _Guard:
+    """The time limits and the shrink guard of a run."""
+
+    host_s: float = DEFAULT_HOST_TIME_LIMIT_S
+    run_s: float = DEFAULT_RUN_TIME_LIMIT_S
+    shrink: ShrinkGuard = field(default_factory=ShrinkGuard)
+    force: bool = False
+
+
 class _Job:
     """One configured reconcile, runnable once per slot."""
 
@@ -239,6 +295,7 @@ class _Job:
         as_json: bool,
         every: timedelta | None,
         memory_pages: int = DEFAULT_MAX_ROWS,
+        guard: _Guard | None = None,
     ) -> None:
         self.options = options
         self.settings = settings
@@ -251,6 +308,7 @@ class _Job:
         self.as_json = as_json
         self.every = every
         self.memory_pages = memory_pages
+        self.guard = guard or _Guard()
 
     def arguments(self) -> str:
         limits = self.limits
@@ -262,6 +320,10 @@ class _Job:
                 "allow_private": self.allow_private,
                 "every": None if self.every is None else int(self.every.total_seconds()),
                 "memory_pages": self.memory_pages,
+                "host_time_limit_s": self.guard.host_s,
+                "run_time_limit_s": self.guard.run_s,
+                "max_vanished_share": self.guard.shrink.max_share,
+                "force_vanished": self.guard.force,
                 "url_policy": self.settings.url_policy,
                 "recrawl_file": None if self.recrawl_file is None else str(self.recrawl_file),
             },
@@ -286,6 +348,13 @@ class _Job:
                     result = self._reconcile(store, recrawl, stop)
         _count_findings(result)
         _print_result(result, self, recrawl)
+        for host in result.hosts.values():
+            if host.shrink is not None and not host.vanished_checked:
+                click.echo(
+                    f"changewatch: warning: vanished withheld for {host.host}: {host.shrink} "
+                    "(--force-vanished reports them)",
+                    err=True,
+                )
         if result.status == "failed":
             unread = [h.host for h in result.hosts.values() if h.errors and not h.sitemaps]
             click.echo(
@@ -307,6 +376,8 @@ class _Job:
                 limits=self.limits,
                 canon_policy=self.settings.canon_policy,
                 on_sitemap=show.sitemap,
+                host_time_limit=self.guard.host_s,
+                run_time_limit=self.guard.run_s,
             )
             return run_reconcile(
                 source,
@@ -322,6 +393,8 @@ class _Job:
                 should_stop=stop,
                 progress=show.entries,
                 max_host_rows=self.memory_pages,
+                shrink_guard=self.guard.shrink,
+                force_vanished=self.guard.force,
             )
 
     def _skipped(self, store: ReconcileStore, busy: Sequence[str]) -> int:
@@ -417,7 +490,10 @@ def _host_json(host: HostResult) -> dict[str, Any]:
         "invalid": host.invalid,
         "duplicates": host.duplicates,
         "sitemaps": host.sitemaps,
+        "stored": host.stored,
         "vanished_checked": host.vanished_checked,
+        "vanished_withheld": host.vanished_withheld,
+        "shrink_guard": host.shrink,
         "lastmod_trust": {
             "comparable": trust.comparable,
             "agrees": trust.agrees,
@@ -427,6 +503,12 @@ def _host_json(host: HostResult) -> dict[str, Any]:
         },
         "errors": [{"sitemap": e.sitemap, "error": e.error} for e in host.errors],
     }
+
+
+def _vanished_cell(host: HostResult) -> str:
+    if host.vanished_checked:
+        return str(host.vanished) + (" (forced)" if host.shrink else "")
+    return "withheld" if host.shrink else "not checked"
 
 
 def _trust_cell(host: HostResult) -> str:
@@ -451,7 +533,7 @@ def _print_result(result: ReconcileResult, job: _Job, recrawl: _RecrawlFile | No
             str(host.listed),
             str(host.missing),
             str(host.stale),
-            str(host.vanished) if host.vanished_checked else "not checked",
+            _vanished_cell(host),
             str(host.fresh),
             _trust_cell(host),
             str(len(host.errors)),
@@ -467,10 +549,11 @@ def _print_result(result: ReconcileResult, job: _Job, recrawl: _RecrawlFile | No
     )
     for error in result.errors:
         console.print(Text(f"error: {error.sitemap}: {error.error}", style="red"))
-    if any(not h.vanished_checked for h in result.hosts.values()):
-        console.print(
-            Text("vanished is only checked for hosts whose sitemaps were all read", style="dim")
-        )
+    for host in result.hosts.values():
+        if host.vanished_withheld is not None:
+            console.print(Text(f"vanished {host.host}: {host.vanished_withheld}", style="dim"))
+        elif host.shrink is not None:
+            console.print(Text(f"vanished {host.host}: forced past: {host.shrink}", style="dim"))
     if result.url_policy == "none" and totals["vanished"]:
         console.print(
             Text("url policy 'none': vanished pages are recorded by digest only", style="dim")

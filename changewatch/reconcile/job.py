@@ -7,8 +7,9 @@ whatever the number of URLs; findings go to a ``sink`` as they are found. The ru
 :mod:`changewatch.reconcile.plan`'s. :func:`run_reconcile` wraps it with the run record in
 ``reconcile_runs`` / ``reconcile_findings``.
 
-Vanished pages are only computed for a host whose every walk completed without error: a
-sitemap that failed to load would otherwise make all its pages look vanished.
+Vanished pages are only computed for a host whose every walk completed without error (a
+sitemap that failed to load would otherwise make all its pages look vanished), and only
+reported when the shrink guard believes the listing (:mod:`changewatch.reconcile.vanish`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from datetime import datetime
 import numpy as np
 
 from changewatch.errors import InvalidURLError
+from changewatch.reconcile.guard import ShrinkGuard
 from changewatch.reconcile.index import (
     DEFAULT_MAX_ROWS,
     DigestTable,
@@ -38,6 +40,7 @@ from changewatch.reconcile.values import (
     StoredPage,
     WalkOutcome,
 )
+from changewatch.reconcile.vanish import Stopped, report_vanished
 from changewatch.sitemaps.model import SitemapURL
 from changewatch.store.reconcile import DEFAULT_LOOKUP_BATCH, ReconcileStore
 from changewatch.urls import CanonPolicy, canonicalise, digest_canonical, stored_url, url_host
@@ -57,8 +60,7 @@ DEFAULT_FINDINGS_BATCH = 1_000
 Sink = Callable[[Sequence[Finding], Sequence[str]], None]
 
 
-class _Stopped(Exception):  # noqa: N818 - internal control flow
-    """The caller asked the run to stop."""
+_Stopped = Stopped  # the caller asked the run to stop (internal control flow)
 
 
 def reconcile(
@@ -72,6 +74,8 @@ def reconcile(
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
     max_host_rows: int = DEFAULT_MAX_ROWS,
+    shrink_guard: ShrinkGuard | None = ShrinkGuard(),  # noqa: B008 - frozen, immutable
+    force_vanished: bool = False,
 ) -> ReconcileResult:
     """Reconcile every entry of ``source`` with the store; findings go to ``sink``.
 
@@ -85,6 +89,11 @@ def reconcile(
     (:meth:`ReconcileStore.host_index`), and their entries classified in memory, while the
     pages held stay within ``max_host_rows`` over all hosts; other hosts (and every host on
     SQLite) are looked up in batches of ``batch`` digests. Both give the same answer.
+
+    Vanished pages are computed for the hosts whose walk was complete, then judged by
+    ``shrink_guard`` (:mod:`changewatch.reconcile.guard`; ``None``: no guard) against the
+    host's last accepted run; a host whose listing it does not believe gets no vanished
+    pages, and says why in ``vanished_withheld``, unless ``force_vanished`` is true.
     """
     state = _State(store, sink, url_policy, canon_policy, max_host_rows)
     status = "complete"
@@ -97,7 +106,9 @@ def reconcile(
         try:
             pipeline.run(source.entries(), batch, should_stop, progress)
             outcome = source.outcome()
-            state.vanished(outcome, should_stop)
+            report_vanished(
+                state, outcome, guard=shrink_guard, force=force_vanished, should_stop=should_stop
+            )
         except _Stopped:
             pipeline.drain()  # the batches already read are counted and recorded
             status = "interrupted"
@@ -118,12 +129,29 @@ def _result(
         owner = _problem_host(problem.sitemap, outcome.start_hosts)
         if owner is not None:
             hosts.setdefault(owner, HostResult(owner)).errors.append(problem)
+    for name, result in hosts.items():
+        if not result.vanished_checked and result.vanished_withheld is None:
+            result.vanished_withheld = _withheld(result, name in outcome.start_hosts, status)
     if status == "complete" and any(
         hosts[h].sitemaps == 0 and hosts[h].errors for h in outcome.start_hosts
     ):
         status = "failed"
     ordered = {host: hosts[host] for host in sorted(hosts)}
     return ReconcileResult(ordered, list(outcome.errors), status, url_policy=url_policy)
+
+
+def _withheld(host: HostResult, start: bool, status: str) -> str:
+    """Why a host's vanished pages were not computed, in words (not the shrink guard's)."""
+    if status == "interrupted":
+        return "the run was interrupted"
+    if not start:
+        return "not a host of the arguments: its own sitemaps were not walked"
+    if not host.errors:
+        return "the walk was incomplete"
+    more = len(host.errors) - 1
+    also = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    first = host.errors[0]
+    return f"the walk was incomplete: {first.sitemap}: {first.error}{also}"
 
 
 class _Pipeline:
@@ -410,51 +438,6 @@ class _State:
         if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
             self.flush()
 
-    def vanished(self, outcome: WalkOutcome, should_stop: Callable[[], bool] | None) -> None:
-        """Stream each complete host's stored pages; those no sitemap listed have vanished."""
-        for host in sorted(outcome.complete_hosts):
-            result = self.host(host)
-            result.vanished_checked = True
-            index = self.indexes.get(host)
-            if index is not None:
-                self.vanished_in_memory(result, index, should_stop)
-                continue
-            table = self.tables.get(host) or DigestTable()
-            for digests in self.store.host_digests(host):
-                listed = table.contains_many(b"".join(digests))
-                gone = [d for d, seen in zip(digests, listed.tolist(), strict=True) if not seen]
-                for start in range(0, len(gone), DEFAULT_LOOKUP_BATCH):
-                    for digest, url, last_seen in self.store.pages(
-                        gone[start : start + DEFAULT_LOOKUP_BATCH]
-                    ):
-                        result.vanished += 1
-                        self.findings.append(
-                            Finding("vanished", host, url, digest, stored_last_seen=last_seen)
-                        )
-                    if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
-                        self.flush()
-                if should_stop is not None and should_stop():
-                    raise _Stopped
-
-    def vanished_in_memory(
-        self, result: HostResult, index: HostIndex, should_stop: Callable[[], bool] | None
-    ) -> None:
-        """The vanished pages of a host read whole: the rows no entry marked listed."""
-        gone = index.unlisted_digests()
-        step = 16 * DEFAULT_LOOKUP_BATCH
-        for start in range(0, len(gone), step):
-            part = gone[start : start + step]
-            digests = [part[i : i + 16] for i in range(0, len(part), 16)]
-            for digest, url, last_seen in self.store.pages(digests):
-                result.vanished += 1
-                self.findings.append(
-                    Finding("vanished", result.host, url, digest, stored_last_seen=last_seen)
-                )
-            if len(self.findings) >= DEFAULT_FINDINGS_BATCH:
-                self.flush()
-            if should_stop is not None and should_stop():
-                raise _Stopped
-
     def flush(self) -> None:
         if self.findings or self.recrawl:
             self.sink(self.findings, self.recrawl)
@@ -490,8 +473,11 @@ def run_reconcile(
     should_stop: Callable[[], bool] | None = None,
     progress: Callable[[int], None] | None = None,
     max_host_rows: int = DEFAULT_MAX_ROWS,
+    shrink_guard: ShrinkGuard | None = ShrinkGuard(),  # noqa: B008 - frozen, immutable
+    force_vanished: bool = False,
 ) -> ReconcileResult:
-    """:func:`reconcile`, recorded in ``reconcile_runs`` / ``reconcile_findings`` (``record``).
+    """:func:`reconcile`, recorded in ``reconcile_runs`` / ``reconcile_findings`` /
+    ``reconcile_hosts`` (``record``).
 
     The run row is inserted first with status ``running`` and closed at the end with the
     totals and its final status; findings are inserted in batches as they are found. If the
@@ -526,9 +512,13 @@ def run_reconcile(
             should_stop=should_stop,
             progress=progress,
             max_host_rows=max_host_rows,
+            shrink_guard=shrink_guard,
+            force_vanished=force_vanished,
         )
         if writer is not None:
             writer.close()
+        if run_id is not None:
+            store.add_hosts(run_id, list(result.hosts.values()))
     except BaseException:
         if writer is not None:
             writer.abandon()

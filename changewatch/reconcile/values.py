@@ -158,6 +158,19 @@ class HostResult:
     vanished_checked: bool = False
     trust: LastmodTrust = field(default_factory=LastmodTrust)
     errors: list[SitemapProblem] = field(default_factory=list)
+    #: Stored pages of the host, counted when its vanished pages were considered (``None``
+    #: for a host whose walk was incomplete: they were not counted).
+    stored: int | None = None
+    #: Why vanished was not computed (``None`` when it was): the walk was incomplete, a time
+    #: limit passed, or the shrink guard (:mod:`changewatch.reconcile.guard`) tripped.
+    vanished_withheld: str | None = None
+    #: What the shrink guard found, also when ``force_vanished`` overrode it.
+    shrink: str | None = None
+
+    @property
+    def distinct_listed(self) -> int:
+        """Distinct pages of the host its sitemaps listed (each is missing, stale or fresh)."""
+        return self.missing + self.stale + self.fresh
 
     def counts(self) -> dict[str, int]:
         """The four totals of this host."""

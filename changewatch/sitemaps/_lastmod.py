@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from email.utils import parsedate_to_datetime
 from functools import lru_cache
+
+from changewatch.httpdate import parse_http_date
 
 __all__ = ["parse_lastmod"]
 
@@ -79,19 +80,11 @@ def _w3c(text: str) -> datetime | None:
 
 
 def _rfc822(text: str) -> datetime | None:
-    """RSS 2.0 ``pubDate`` (RFC 822 with four-digit years, as RFC 2822 reads it)."""
-    if not any(char.isalpha() for char in text) and "," not in text:
+    """RSS 2.0 ``pubDate`` (RFC 822 with four-digit years, as RFC 5322 reads it), and the other
+    HTTP date forms: :func:`changewatch.httpdate.parse_http_date`, the one reader of them."""
+    if not any(char.isalpha() for char in text):
         return None
-    try:
-        value = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if value.tzinfo is None:  # "-0000": "no zone information", read as UTC like the rest.
-        value = value.replace(tzinfo=UTC)
-    try:
-        return value.astimezone(UTC)
-    except (ValueError, OverflowError):
-        return None
+    return parse_http_date(text)
 
 
 @lru_cache(maxsize=1024)  # sitemaps repeat dates; the function is pure and results immutable

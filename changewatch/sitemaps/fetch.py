@@ -17,8 +17,9 @@ docs/fetching.md describes every rule.
 from __future__ import annotations
 
 import concurrent.futures
-import email.utils
 import ipaddress
+import math
+import re
 import socket
 import ssl
 import time
@@ -31,7 +32,9 @@ import httpx
 from ada_url import join_url
 
 from changewatch._version import __version__
-from changewatch.errors import FetchError, UnsafeURLError
+from changewatch.errors import FetchError, TimeLimitError, UnsafeURLError
+from changewatch.httpdate import parse_http_date
+from changewatch.sitemaps.model import Cutoff
 from changewatch.sitemaps.netguard import address_refusal, character_refusal, url_refusal
 from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
 from changewatch.sitemaps.response import FetchResponse
@@ -54,6 +57,9 @@ DEFAULT_READ_TIMEOUT_S: Final = 30.0
 DEFAULT_TOTAL_TIMEOUT_S: Final = 120.0
 DEFAULT_MAX_RETRY_AFTER_S: Final = 60.0
 
+#: A fetch failing this close to its cutoff failed because of it (timeouts fire a little early).
+_CUTOFF_SLACK_S: Final = 0.05
+_DELAY_SECONDS: Final = re.compile(r"[0-9]+")
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _ACCEPT: Final = "application/xml, text/xml;q=0.9, text/plain;q=0.8, */*;q=0.5"
 
@@ -102,14 +108,12 @@ def parse_retry_after(value: str | None, now: datetime) -> float | None:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
-        return float(int(text))
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    if _DELAY_SECONDS.fullmatch(text):  # ASCII digits only: "²".isdigit() is true
+        # Past 15 digits it is longer than any cap (and int() refuses 4,300 digits).
+        return float(int(text)) if len(text) <= 15 else math.inf
+    when = parse_http_date(text)
+    if when is None:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
 
 
@@ -190,9 +194,19 @@ class SafeClient:
         self._transport.close()
         self._resolver_pool.shutdown(wait=False, cancel_futures=True)
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The monotonic clock this client times with (a :class:`Cutoff` is on it)."""
+        return self._clock
+
     @contextmanager
     def stream(
-        self, url: str, *, max_bytes: int | None = None, max_ratio: int | None = None
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        max_ratio: int | None = None,
+        cutoff: Cutoff | None = None,
     ) -> Iterator[FetchResponse]:
         """Fetch ``url`` (GET); yield the open :class:`FetchResponse` of the final hop.
 
@@ -200,11 +214,26 @@ class SafeClient:
         :class:`FetchError` (``.status`` set when there was one) for a 4xx/5xx answer
         after retries, too many redirects, a redirect loop, timeouts and network errors.
         ``max_bytes`` and ``max_ratio`` (see :class:`~changewatch.sitemaps.model.Limits`)
-        cap the decoded body while it streams.
+        cap the decoded body while it streams. ``cutoff`` ends every wait (connecting,
+        retrying, reading the body) at ``cutoff.at``, whatever the total timeout has left,
+        with a :class:`~changewatch.errors.TimeLimitError` naming it.
         """
-        deadline = self._clock() + self.total_timeout
         start = self._check_url(url, None)
-        response, final_url, redirects = self._follow(start, deadline)
+        deadline = self._clock() + self.total_timeout
+        what = f"total timeout of {self.total_timeout:g} s"
+        if cutoff is not None:
+            if self._clock() >= cutoff.at:
+                raise TimeLimitError(start, cutoff.name)
+            if cutoff.at < deadline:
+                deadline, what = cutoff.at, cutoff.name
+        try:
+            response, final_url, redirects = self._follow(start, deadline, what)
+        except UnsafeURLError:
+            raise
+        except FetchError as exc:
+            if cutoff is not None and self._clock() >= cutoff.at - _CUTOFF_SLACK_S:
+                raise TimeLimitError(exc.url, cutoff.name) from exc
+            raise
         try:
             yield FetchResponse(
                 url=start,
@@ -217,6 +246,7 @@ class SafeClient:
                 total_timeout=self.total_timeout,
                 max_bytes=max_bytes,
                 max_ratio=max_ratio,
+                cutoff=cutoff,
             )
         finally:
             response.close()
@@ -274,12 +304,15 @@ class SafeClient:
         read = min(self.read_timeout, remaining)
         return {"connect": connect, "read": read, "write": read, "pool": connect}
 
-    def _send(self, url: str, origin: str | None, deadline: float) -> httpx.Response:
-        """GET one URL, retrying connect errors, 429 and 5xx with exponential backoff."""
+    def _send(self, url: str, origin: str | None, deadline: float, what: str) -> httpx.Response:
+        """GET one URL, retrying connect errors, 429 and 5xx with exponential backoff.
+
+        ``deadline`` ends every wait; ``what`` names it in the errors it causes.
+        """
         attempt = 0
         while True:
             if self._clock() >= deadline:
-                raise FetchError(url, f"total timeout of {self.total_timeout:g} s exceeded")
+                raise FetchError(url, f"{what} exceeded")
             wait = self.backoff * 2**attempt
             status: int | None = None
             cause: BaseException | None = None
@@ -325,8 +358,7 @@ class SafeClient:
             if self._clock() + wait >= deadline:
                 raise FetchError(
                     url,
-                    f"{detail}; waiting {wait:g} s to retry would pass the total timeout "
-                    f"of {self.total_timeout:g} s",
+                    f"{detail}; waiting {wait:g} s to retry would pass the {what}",
                     status=status,
                 ) from cause
             self._sleep(wait)
@@ -345,13 +377,15 @@ class SafeClient:
         finally:
             self._deadline.value = None
 
-    def _follow(self, url: str, deadline: float) -> tuple[httpx.Response, str, tuple[str, ...]]:
+    def _follow(
+        self, url: str, deadline: float, what: str
+    ) -> tuple[httpx.Response, str, tuple[str, ...]]:
         """Follow redirects by hand, checking every hop; return the final response."""
         chain: list[str] = []
         current = url
         while True:
             origin = chain[-1] if chain else None
-            response = self._send(current, origin, deadline)
+            response = self._send(current, origin, deadline, what)
             status = response.status_code
             location = response.headers.get("location")
             if status in _REDIRECTS and location is not None:

@@ -35,6 +35,18 @@ class ChildSitemap:
 
 
 @dataclass(frozen=True, slots=True)
+class Cutoff:
+    """A moment after which a walk starts no request and every wait ends, and what it is.
+
+    ``at`` is on the fetching client's monotonic clock (``SafeClient.clock``); ``name`` is
+    how the errors it causes say what passed (``"the host's time limit of 1800 s"``).
+    """
+
+    at: float
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     """Limits enforced while streaming; every one is configurable.
 

@@ -13,7 +13,8 @@ from typing import Final
 
 import httpx
 
-from changewatch.errors import FetchError, SitemapLimitError
+from changewatch.errors import FetchError, SitemapLimitError, TimeLimitError
+from changewatch.sitemaps.model import Cutoff
 from changewatch.sitemaps.pinned import Deadline
 
 __all__ = ["CHUNK_SIZE", "RATIO_FLOOR_BYTES", "FetchResponse"]
@@ -47,6 +48,7 @@ class FetchResponse:
         total_timeout: float,
         max_bytes: int | None,
         max_ratio: int | None,
+        cutoff: Cutoff | None = None,
     ) -> None:
         #: The URL asked for (normalised) and the URL the body came from.
         self.url = url
@@ -74,6 +76,7 @@ class FetchResponse:
         self._total = total_timeout
         self._max_bytes = max_bytes
         self._max_ratio = max_ratio
+        self._cutoff = cutoff
 
     def _raw(self) -> Iterator[bytes]:
         # The transport's stream, not ``iter_raw()``: an httpx.Response built with
@@ -81,16 +84,27 @@ class FetchResponse:
         stream = self._response.stream
         assert isinstance(stream, httpx.SyncByteStream)
         chunks = iter(stream)
+        cutoff = self._cutoff
         while True:
+            # The cutoff is wall time on the client's clock: unlike the total timeout it is
+            # not moved on by the caller's own work.
+            if cutoff is not None and self._clock() >= cutoff.at:
+                raise TimeLimitError(self.final_url, cutoff.name)
             if self._clock() >= self._deadline:
                 raise FetchError(self.final_url, self._total_timeout())
-            self._socket_deadline.value = self._deadline
+            wait_until = self._deadline
+            if cutoff is not None:
+                wait_until = min(wait_until, cutoff.at)
+            self._socket_deadline.value = wait_until
             try:
                 chunk = next(chunks)
             except StopIteration:
                 return
             except httpx.TimeoutException as exc:
-                if self._clock() >= self._deadline - 0.01:
+                now = self._clock()
+                if cutoff is not None and now >= cutoff.at - 0.05:
+                    raise TimeLimitError(self.final_url, cutoff.name) from exc
+                if now >= self._deadline - 0.01:
                     raise FetchError(self.final_url, self._total_timeout()) from exc
                 raise FetchError(self.final_url, f"timed out reading the body: {exc}") from exc
             except httpx.HTTPError as exc:

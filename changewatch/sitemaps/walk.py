@@ -1,7 +1,7 @@
-"""Discover a site's sitemaps and walk them: robots.txt, index recursion, a report.
+"""Walk a site's sitemaps: index recursion, limits, a time cutoff, a report.
 
-:func:`discover` reads the ``Sitemap:`` lines of a site's robots.txt (falling back to
-``/sitemap.xml``); :func:`walk` fetches sitemaps through a
+Discovery (robots.txt) is :mod:`changewatch.sitemaps.robots` (``discover`` and
+``robots_sitemaps`` are importable from here too); :func:`walk` fetches sitemaps through a
 :class:`~changewatch.sitemaps.fetch.SafeClient`, streams them through the parser, follows
 sitemap indexes (depth-limited, each sitemap fetched once per run, at most
 ``Limits.max_sitemaps``) and yields every listed page. Its :class:`WalkReport` tells the
@@ -15,13 +15,14 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ada_url import URL, join_url
+from ada_url import URL
 
 from changewatch.errors import SitemapError, UnsafeURLError
 from changewatch.sitemaps.fetch import SafeClient
-from changewatch.sitemaps.model import ChildSitemap, Limits, SitemapKind, SitemapURL
-from changewatch.sitemaps.netguard import character_refusal, check_url
+from changewatch.sitemaps.model import ChildSitemap, Cutoff, Limits, SitemapKind, SitemapURL
+from changewatch.sitemaps.netguard import check_url
 from changewatch.sitemaps.parse import SitemapParser
+from changewatch.sitemaps.robots import ROBOTS_MAX_BYTES, discover, robots_sitemaps
 
 __all__ = [
     "ROBOTS_MAX_BYTES",
@@ -35,15 +36,10 @@ __all__ = [
     "walk",
 ]
 
-#: robots.txt is read up to this size (RFC 9309 §2.5: parse at least 500 kibibytes).
-ROBOTS_MAX_BYTES = 512_000
 
-_SITEMAP_KEYS = frozenset({"sitemap", "sitemaps", "site-map", "site map"})
-_BOMS = (
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xff\xfe", "utf-16-le"),
-    (b"\xfe\xff", "utf-16-be"),
-)
+#: Skip reasons of the parser that lose no entry: the entry was kept (its date was bad), or
+#: the document had ended (junk after it), or is reported as an error already (truncated).
+_NOT_LOST = frozenset({"bad lastmod", "junk after document", "truncated"})
 
 
 def _message(url: str, error: SitemapError) -> str:
@@ -75,75 +71,14 @@ def is_site_url(url: str) -> bool:
     return URL(check_url(url)).pathname in ("", "/")
 
 
-def robots_sitemaps(body: bytes, base: str) -> list[str]:
-    """The sitemap URLs a robots.txt lists, in order, without repeats.
-
-    ``Sitemap:`` lines are matched case-insensitively anywhere in the file, in or out of
-    groups (RFC 9309 §2.2.4); ``site-map``/``sitemaps`` typos and a bare absolute URL on
-    a line of its own are accepted as crawler-commons does. Relative URLs are resolved
-    against ``base`` (the robots.txt URL); comments (``#`` to the end of the line) and
-    unusable URLs are dropped. A UTF-8 or UTF-16 byte-order mark is honoured.
-
-    >>> robots_sitemaps(b"User-agent: *\\nSITEMAP : /a.xml # main\\n", "https://x.org/robots.txt")
-    ['https://x.org/a.xml']
-    """
-    for bom, encoding in _BOMS:
-        if body.startswith(bom):
-            text = body[len(bom) :].decode(encoding, "replace")
-            break
-    else:
-        text = body.decode("utf-8", "replace")
-    found: list[str] = []
-    for line in text.splitlines():
-        line = line.partition("#")[0].strip()
-        key, colon, value = line.partition(":")
-        key = key.strip().lower()
-        if colon and key in _SITEMAP_KEYS:
-            candidate = value.strip()
-        elif line.lower().startswith(("http://", "https://")) and " " not in line:
-            candidate = line
-        else:
-            continue
-        if not candidate or character_refusal(candidate) is not None:
-            continue
-        try:
-            url = check_url(join_url(base, candidate))
-        except (ValueError, UnsafeURLError):
-            continue
-        if url not in found:
-            found.append(url)
-    return found
-
-
-def discover(site_url: str, client: SafeClient) -> list[str]:
-    """The sitemaps of the site at ``site_url``: its robots.txt's, else ``/sitemap.xml``.
-
-    Any robots.txt failure (4xx, 5xx, network, refused) falls back to ``/sitemap.xml``;
-    whatever then fails is reported by :func:`walk`.
-    """
-    site = URL(check_url(site_url))
-    origin = f"{site.protocol}//{site.host}"
-    robots = f"{origin}/robots.txt"
-    body = bytearray()
-    try:
-        with client.stream(robots) as response:
-            final = response.final_url
-            for piece in response.iter_bytes():
-                body += piece
-                if len(body) >= ROBOTS_MAX_BYTES:
-                    del body[ROBOTS_MAX_BYTES:]
-                    break
-    except SitemapError:
-        return [f"{origin}/sitemap.xml"]
-    return robots_sitemaps(bytes(body), final) or [f"{origin}/sitemap.xml"]
-
-
 def starts_for(argument: str, client: SafeClient) -> tuple[list[str], frozenset[str]]:
     """``(start sitemaps, hosts their entries may be on)`` for a ``SITE_OR_SITEMAP_URL``.
 
     A site is discovered through its robots.txt; its host is allowed for every sitemap
     found there, so cross-host sitemaps listed in robots.txt (sitemaps.org "Sitemaps &
-    Cross Submits") are honoured. A sitemap URL stands for itself.
+    Cross Submits") are honoured. A sitemap URL stands for itself. Raises
+    :class:`~changewatch.errors.FetchError` when the site's sitemaps cannot be known
+    (:func:`~changewatch.sitemaps.robots.discover`).
     """
     if is_site_url(argument):
         return discover(argument, client), frozenset({_host(check_url(argument))})
@@ -171,7 +106,8 @@ class WalkReport:
 
     sitemaps: list[SitemapFetched] = field(default_factory=list)
     #: Skipped entries and sitemaps by reason (the parsers' reasons plus the walker's:
-    #: ``sitemap_seen`` for a sitemap already read this run, ``sitemap_off_host``).
+    #: ``sitemap_seen`` for a sitemap already read this run, ``sitemap_off_host`` for a
+    #: child on another host, which is also an error: its pages are unknown).
     skipped: Counter[str] = field(default_factory=Counter)
     #: ``(sitemap URL, message)`` for every sitemap that failed or was not fetched.
     errors: list[tuple[str, str]] = field(default_factory=list)
@@ -194,8 +130,10 @@ class SitemapWalk(Iterator[SitemapURL]):
         limits: Limits,
         progress: Callable[[SitemapFetched, WalkReport], None] | None,
         allowed_hosts: Iterable[str],
+        cutoff: Cutoff | None = None,
     ) -> None:
         self.report = WalkReport()
+        self._cutoff = cutoff
         self._client = client
         self._limits = limits
         self._progress = progress
@@ -219,7 +157,18 @@ class SitemapWalk(Iterator[SitemapURL]):
             self.report.skipped["sitemap_seen"] += 1
             return
         if parent is not None and hosts and _host(url) not in hosts:
+            # sitemaps.org: an index lists sitemaps of its own host. Not fetched (a site may
+            # not make us read another's), but the pages it lists are unknown, not absent.
+            # (The parser, given the same hosts, normally skips such a child first.)
             self.report.skipped["sitemap_off_host"] += 1
+            self.report.errors.append(
+                (
+                    url,
+                    f"not fetched: a child sitemap on another host than the index {parent} "
+                    "that lists it (sitemaps.org: an index lists sitemaps of its own host; "
+                    "list it in the site's robots.txt to vouch for it); its pages are unknown",
+                )
+            )
             return
         self._seen.add(url)
         if depth > self._limits.max_depth:
@@ -233,6 +182,16 @@ class SitemapWalk(Iterator[SitemapURL]):
         fetched = 0
         while self._queue:
             url, depth, hosts = self._queue.popleft()
+            cutoff = self._cutoff
+            if cutoff is not None and self._client.clock() >= cutoff.at:
+                self.report.errors.append(
+                    (
+                        url,
+                        f"not fetched: {cutoff.name} passed ({len(self._queue) + 1} sitemaps left)",
+                    )
+                )
+                self._queue.clear()
+                break
             if fetched >= self._limits.max_sitemaps:
                 self.report.errors.append(
                     (
@@ -252,7 +211,7 @@ class SitemapWalk(Iterator[SitemapURL]):
     def _read(self, url: str, depth: int, hosts: frozenset[str]) -> Iterator[SitemapURL]:
         limits = self._limits
         with self._client.stream(
-            url, max_bytes=limits.max_bytes, max_ratio=limits.max_ratio
+            url, max_bytes=limits.max_bytes, max_ratio=limits.max_ratio, cutoff=self._cutoff
         ) as response:
             final = response.final_url
             if final != url and final in self._seen:
@@ -296,6 +255,22 @@ class SitemapWalk(Iterator[SitemapURL]):
         )
         self.report.sitemaps.append(done)
         self.report.skipped.update(parser.skipped)
+        lost = {reason: n for reason, n in parser.skipped.items() if reason not in _NOT_LOST}
+        if parser.kind == "sitemapindex" and lost:  # a child never read lists unknown pages
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(lost.items()))
+            note = (
+                " (sitemaps.org: an index lists sitemaps of its own host; a robots.txt "
+                "Sitemap: line vouches for another)"
+                if "off-host" in lost
+                else ""
+            )
+            self.report.errors.append(
+                (
+                    url,
+                    f"{sum(lost.values())} of its child sitemaps not read ({reasons}): the "
+                    f"pages they list are unknown{note}",
+                )
+            )
         if parser.truncated:  # entries before the break were yielded; absence means nothing
             detail = _message(url, parser.error) if parser.error else "the document breaks off"
             self.report.errors.append((url, f"truncated: {detail}"))
@@ -310,6 +285,7 @@ def walk(
     limits: Limits | None = None,
     progress: Callable[[SitemapFetched, WalkReport], None] | None = None,
     allowed_hosts: Iterable[str] = (),
+    cutoff: Cutoff | None = None,
 ) -> SitemapWalk:
     """Fetch the ``starts`` sitemaps and every sitemap their indexes list; yield pages.
 
@@ -318,7 +294,9 @@ def walk(
     nest at most ``limits.max_depth`` deep and at most ``limits.max_sitemaps`` sitemaps
     are fetched. A sitemap that fails (fetch error, refused URL, parse error, limit) is
     recorded in ``report.errors`` and the walk goes on. A child sitemap must be on the
-    host of the index that lists it, of its start sitemap, or in ``allowed_hosts``.
+    host of the index that lists it, of its start sitemap, or in ``allowed_hosts``; one on
+    another host is not fetched, and is an error. After ``cutoff`` no sitemap is fetched
+    and the one being read stops: both are errors (``TimeLimitError`` for the one read).
 
     Returns a :class:`SitemapWalk`: iterate it for the pages, then read its ``report``.
     """
@@ -328,4 +306,5 @@ def walk(
         limits=limits or Limits(),
         progress=progress,
         allowed_hosts=allowed_hosts,
+        cutoff=cutoff,
     )

@@ -9,8 +9,11 @@ Every statement the reconciliation job (:mod:`changewatch.reconcile.job`) runs i
 * :meth:`ReconcileStore.host_digests` streams the URL digests of one host's stored pages, for
   the *vanished* diff, without loading them all; :meth:`~ReconcileStore.pages`
   then reads the URL and ``last_seen`` of the vanished ones only;
-* :meth:`ReconcileStore.start_run`, :meth:`~ReconcileStore.add_findings` and
-  :meth:`~ReconcileStore.finish_run` record a run in ``reconcile_runs`` / ``reconcile_findings``;
+* :meth:`ReconcileStore.start_run`, :meth:`~ReconcileStore.add_findings`,
+  :meth:`~ReconcileStore.add_hosts` and :meth:`~ReconcileStore.finish_run` record a run in
+  ``reconcile_runs`` / ``reconcile_findings`` / ``reconcile_hosts``;
+* :meth:`ReconcileStore.previous_host` and :meth:`~ReconcileStore.vanished_digests` read a
+  host's last accepted run back, for the shrink guard (:mod:`changewatch.reconcile.guard`);
 * :meth:`ReconcileStore.site_locks` keeps two runs of the same site from overlapping: a
   Postgres session advisory lock (``pg_try_advisory_lock``), or on SQLite an ``flock`` on a
   lock file beside the database file. Both are released by the operating system or the
@@ -35,14 +38,16 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.engine import Connection, make_url
 
+from changewatch.reconcile.guard import HostHistory
 from changewatch.reconcile.index import HostIndex, IndexBuilder, RowFormatError
-from changewatch.reconcile.values import Finding, StoredPage
+from changewatch.reconcile.values import Finding, HostResult, StoredPage
 from changewatch.store.errors import translate_errors
 from changewatch.store.store import SnapshotStore
 from changewatch.store.tables import (
     page_snapshots,
     page_versions,
     reconcile_findings,
+    reconcile_hosts,
     reconcile_runs,
 )
 
@@ -252,6 +257,34 @@ class ReconcileStore:
             rows = conn.execute(stmt, {"digests": list(digests)}).all()
         return [(bytes(r[0]), r[1], r[2]) for r in rows]
 
+    def previous_host(self, host: str) -> HostHistory | None:
+        """The host's last accepted run: the latest ``complete`` run that computed its
+        vanished pages (``reconcile_hosts.vanished_checked``), or ``None``."""
+        h, r = reconcile_hosts.c, reconcile_runs.c
+        stmt = (
+            sa.select(h.run_id, h.missing + h.stale + h.fresh)
+            .join(reconcile_runs, r.id == h.run_id)
+            .where(h.host == host, h.vanished_checked.is_(True), r.status == "complete")
+            .order_by(h.run_id.desc())
+            .limit(1)
+        )
+        with translate_errors(self._url), self._engine.connect() as conn:
+            row = conn.execute(stmt).first()
+        return None if row is None else HostHistory(run_id=int(row[0]), listed=int(row[1]))
+
+    def vanished_digests(
+        self, run_id: int, host: str, batch: int = DEFAULT_SCAN_BATCH
+    ) -> Iterator[list[bytes]]:
+        """The URL digests run ``run_id`` reported vanished on ``host``, ``batch`` at a time."""
+        f = reconcile_findings.c
+        stmt = sa.select(f.url_digest).where(
+            f.run_id == run_id, f.host == host, f.kind == "vanished"
+        )
+        with translate_errors(self._url), self._engine.connect() as conn:
+            result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
+            for part in result.scalars().partitions(batch):
+                yield [bytes(digest) for digest in part]
+
     # -- recording ---------------------------------------------------------------------------
 
     def start_run(
@@ -315,6 +348,33 @@ class ReconcileStore:
                 for f in findings
             ]
             conn.execute(sa.insert(reconcile_findings), rows)
+
+    def add_hosts(self, run_id: int, hosts: Sequence[HostResult]) -> None:
+        """Insert the ``reconcile_hosts`` rows of a run: one per host of its result."""
+        rows = [
+            {
+                "run_id": run_id,
+                "host": host.host,
+                "listed": host.listed,
+                "duplicates": host.duplicates,
+                "invalid": host.invalid,
+                "missing": host.missing,
+                "stale": host.stale,
+                "fresh": host.fresh,
+                "vanished": host.vanished,
+                "stored": host.stored,
+                "sitemaps": host.sitemaps,
+                "errors": len(host.errors),
+                "vanished_checked": host.vanished_checked,
+                "vanished_withheld": host.vanished_withheld,
+                "shrink_guard": host.shrink,
+            }
+            for host in hosts
+        ]
+        if not rows:
+            return
+        with translate_errors(self._url), self._engine.begin() as conn:
+            conn.execute(sa.insert(reconcile_hosts), rows)
 
     def finish_run(
         self, run_id: int, *, now: datetime, status: str, totals: Mapping[str, int], errors: int

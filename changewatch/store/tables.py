@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -43,6 +44,7 @@ __all__ = [
     "page_texts",
     "page_versions",
     "reconcile_findings",
+    "reconcile_hosts",
     "reconcile_runs",
     "simhash_band",
     "simhash_band_expr",
@@ -458,3 +460,67 @@ reconcile_findings = Table(
 Index("ix_reconcile_findings_run_id", reconcile_findings.c.run_id, reconcile_findings.c.kind)
 Index("ix_reconcile_findings_host", reconcile_findings.c.host, reconcile_findings.c.run_id)
 Index("ix_reconcile_findings_url_digest", reconcile_findings.c.url_digest)
+
+#: One row per host of a recorded reconcile run (migration 0007): what the host listed and
+#: whether its vanished pages were computed, and if not, why. The shrink guard compares a
+#: host's listing with its last accepted row here (docs/reconcile.md).
+reconcile_hosts = Table(
+    "reconcile_hosts",
+    metadata,
+    Column(
+        "run_id",
+        _BigSerial,
+        ForeignKey("reconcile_runs.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("host", String(300), primary_key=True, comment="host[:port] of the canonical URLs"),
+    Column(
+        "listed",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        comment="entries of the host listed by its sitemaps, repeats included",
+    ),
+    Column("duplicates", BigInteger, nullable=False, server_default=text("0")),
+    Column("invalid", BigInteger, nullable=False, server_default=text("0")),
+    Column("missing", BigInteger, nullable=False, server_default=text("0")),
+    Column("stale", BigInteger, nullable=False, server_default=text("0")),
+    Column("fresh", BigInteger, nullable=False, server_default=text("0")),
+    Column("vanished", BigInteger, nullable=False, server_default=text("0")),
+    Column(
+        "stored",
+        BigInteger,
+        nullable=True,
+        comment="stored pages of the host when vanished was considered (NULL: the walk was "
+        "incomplete, they were not counted)",
+    ),
+    Column("sitemaps", Integer, nullable=False, server_default=text("0")),
+    Column(
+        "errors",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment="sitemaps (or robots.txt) of the host that could not be read",
+    ),
+    Column(
+        "vanished_checked",
+        Boolean,
+        nullable=False,
+        comment="whether vanished was computed (false: withheld, see vanished_withheld)",
+    ),
+    Column(
+        "vanished_withheld",
+        Text,
+        nullable=True,
+        comment="why vanished was not computed: an incomplete walk, a time limit, or the "
+        "shrink guard",
+    ),
+    Column(
+        "shrink_guard",
+        Text,
+        nullable=True,
+        comment="what the shrink guard found, also when --force-vanished overrode it",
+    ),
+    comment="One row per host of a reconcile run: its counts and whether vanished was computed.",
+)
+Index("ix_reconcile_hosts_host", reconcile_hosts.c.host, reconcile_hosts.c.run_id)

@@ -6,6 +6,7 @@ a 429 (then a 200) and a 500; the store is a SQLite file seeded in the test proc
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import http.server
 import json
@@ -71,6 +72,9 @@ class _Site(http.server.ThreadingHTTPServer):
             "/real.xml": _urlset(b, ("/missing-2", None)),
             "/busy.xml": _urlset(b, ("/from-busy", "2023-01-01")),
             "/slow.xml": _urlset(b, ("/fresh", None)),
+            "/empty.xml": _urlset(b),
+            "/drip-index.xml": _index(b, "/list.txt", "/drip.xml"),
+            "/drip.xml": _urlset(b, *((f"/p{n}", None) for n in range(50))),
         }
 
 
@@ -89,6 +93,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(429, b"slow down", retry_after="0")
         elif self.path == "/broken.xml":
             self._send(500, b"oops")
+        elif self.path == "/drip.xml":  # one byte every 0.2 s: about a minute in all
+            body = site.bodies[self.path]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for i in range(len(body)):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.2)
         elif self.path in site.bodies:
             if self.path == "/slow.xml":
                 site.slow_started.set()
@@ -352,3 +366,84 @@ def test_sigint_interrupts_a_single_run(site: _Site, seeded: str, tmp_path: Path
     finally:
         engine.dispose()
     assert status == "interrupted"
+
+
+def test_shrink_guard_withholds_says_why_and_can_be_forced(
+    run: Run, site: _Site, seeded: str, tmp_path: Path
+) -> None:
+    """An empty sitemap of a host with 14 stored pages: vanished withheld in the table, the
+    JSON, the run record and a warning on stderr; --force-vanished reports all 14."""
+    with ChangeWatch(
+        database_url=f"sqlite:///{tmp_path / 'cw.db'}", seen_url="memory:", clock=lambda: SEEDED_AT
+    ) as watch:
+        for n in range(10):
+            watch.should_parse(f"{site.base}/extra{n}", f"<p>extra page {n}</p>")
+    args = ["reconcile", f"{site.base}/empty.xml", "--allow-private"]
+    table = run(*args)
+    assert table.returncode == 0, table.stderr
+    row = next(line for line in table.stdout.splitlines() if seeded in line)
+    assert re.search(rf"{re.escape(seeded)}\s+0\s+0\s+0\s+withheld\s+0\s", row), row
+    reason = "the sitemaps list no page of the host: all 14 stored pages would vanish"
+    assert f"vanished {seeded}: shrink guard: {reason}" in table.stdout
+    assert f"changewatch: warning: vanished withheld for {seeded}: {reason}" in table.stderr
+    data = _json(run(*args, "--json"))
+    host = data["hosts"][seeded]
+    assert (data["vanished"], host["vanished_checked"], host["stored"]) == (0, False, 14)
+    assert (host["shrink_guard"], host["vanished_withheld"]) == (reason, f"shrink guard: {reason}")
+    forced = _json(run(*args, "--json", "--force-vanished"))
+    assert (forced["vanished"], forced["hosts"][seeded]["shrink_guard"]) == (14, reason)
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'cw.db'}")
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT h.vanished_checked, h.vanished, h.shrink_guard, r.arguments "
+                    "FROM reconcile_hosts h JOIN reconcile_runs r ON r.id = h.run_id ORDER BY r.id"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    assert [(bool(r[0]), r[1], r[2]) for r in rows] == [(False, 0, reason)] * 2 + [
+        (True, 14, reason)
+    ]
+    recorded = json.loads(rows[-1][3])
+    assert (recorded["force_vanished"], recorded["max_vanished_share"]) == (True, 0.2)
+
+
+def test_host_time_limit_cuts_a_dripping_sitemap(run: Run, site: _Site, seeded: str) -> None:
+    """--host-time-limit 2s: the dripping child is cut (minutes otherwise), the error names
+    the limit, the host is incomplete; the other child's pages still count."""
+    began = time.monotonic()
+    data = _json(
+        run(
+            "reconcile",
+            f"{site.base}/drip-index.xml",
+            "--allow-private",
+            "--json",
+            "--host-time-limit",
+            "2s",
+        )
+    )
+    assert time.monotonic() - began < RUN_TIMEOUT_S / 2
+    host = data["hosts"][seeded]
+    assert (host["vanished_checked"], host["fresh"], host["missing"]) == (False, 1, 1)
+    assert {"sitemap": f"{site.base}/drip.xml", "error": "the host's time limit of 2 s passed"} in (
+        data["errors"]
+    )
+    assert host["vanished_withheld"].startswith("the walk was incomplete: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-vanished-share", "0"], "--max-vanished-share"),
+        (["--max-vanished-share", "1.5"], "--max-vanished-share"),
+        (["--host-time-limit", "soon"], "is not understood"),
+        (["--run-time-limit", "0s"], "longer than zero"),
+    ],
+)
+def test_guard_and_limit_usage_errors_exit_2(run: Run, args: list[str], message: str) -> None:
+    """Bad shrink-guard and time-limit options exit 2 naming the problem."""
+    proc = run("reconcile", "https://example.com/", *args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert message in proc.stderr

@@ -27,6 +27,8 @@ class Reply:
     delay: float = 0.0
     #: When set, the body is sent one byte at a time with this many seconds between bytes.
     drip: float = 0.0
+    #: Close the connection without answering (after ``delay``).
+    abort: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ def _handler(site: LocalSite) -> type[http.server.BaseHTTPRequestHandler]:
             try:
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.abort:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

@@ -49,6 +49,7 @@ def _run(
     record: bool = True,
     recrawl: list[str] | None = None,
     max_host_rows: int = DEFAULT_MAX_ROWS,
+    force_vanished: bool = False,
 ) -> ReconcileResult:
     hosts = frozenset({HOST})
     source = StaticSource(listed, hosts, hosts if complete else frozenset())
@@ -61,6 +62,7 @@ def _run(
         record=record,
         recrawl=None if recrawl is None else recrawl.extend,
         max_host_rows=max_host_rows,
+        force_vanished=force_vanished,
     )
 
 
@@ -165,12 +167,22 @@ def test_incomplete_walk_reports_no_vanished(stocked: ChangeWatch, clock: Clock)
 
 
 @HOST_ROWS
-def test_empty_sitemap_of_a_complete_host_vanishes_every_page(
+def test_empty_sitemap_of_a_complete_host_withholds_vanished_unless_forced(
     stocked: ChangeWatch, clock: Clock, host_rows: int
 ) -> None:
-    """A complete walk that listed nothing reports every stored page of the host vanished."""
+    """A complete walk that listed nothing: the shrink guard withholds vanished and says
+    why; forced, every stored page of the host is reported vanished."""
     result = _run(stocked, clock, [], max_host_rows=host_rows)
-    assert result.totals() == {"missing": 0, "stale": 0, "vanished": 3, "fresh": 0}
+    host = result.hosts[HOST]
+    assert result.totals() == {"missing": 0, "stale": 0, "vanished": 0, "fresh": 0}
+    assert (host.vanished_checked, host.stored) == (False, 3)
+    assert host.vanished_withheld == (
+        "shrink guard: the sitemaps list no page of the host: all 3 stored pages would vanish"
+    )
+    forced = _run(stocked, clock, [], max_host_rows=host_rows, force_vanished=True)
+    assert forced.totals() == {"missing": 0, "stale": 0, "vanished": 3, "fresh": 0}
+    assert forced.hosts[HOST].vanished_checked
+    assert forced.hosts[HOST].shrink == host.shrink
 
 
 @pytest.mark.parametrize(("policy", "shown"), [("no-query", f"{SITE}/item"), ("none", None)])

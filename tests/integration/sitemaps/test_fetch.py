@@ -224,6 +224,23 @@ def test_retry_after_over_the_cap_fails_at_once(site: LocalSite) -> None:
     assert site.hits("/later") == 1
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Thu, 01 Jan 2026 00:00:30 +99999999999999999999",  # OverflowError before issue 16
+        "\u00b2",  # a digit to str.isdigit(), not to int()
+        "9" * 5000,  # past int()'s 4,300-digit limit
+    ],
+)
+def test_hostile_retry_after_ends_in_a_fetch_error(site: LocalSite, value: str) -> None:
+    """A 503 with a hostile Retry-After is retried as if it had none, then a FetchError."""
+    site.routes["/hostile"] = Reply(503, headers={"Retry-After": value})
+    with client(retries=1, max_retry_after=60) as c, pytest.raises(FetchError) as info:
+        c.get(site.url("/hostile"))
+    assert info.value.status == 503
+    assert site.hits("/hostile") == (1 if value.startswith("9") else 2)
+
+
 def test_500_then_200_is_retried_with_exponential_backoff(site: LocalSite) -> None:
     """Two 500s then a 200: retried after 0.5 s and 1 s (backoff × 2^attempt)."""
     answers = iter([Reply(500), Reply(502), Reply(body=XML)])

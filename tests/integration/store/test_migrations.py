@@ -30,6 +30,7 @@ TABLES = {
     "page_texts",
     "page_versions",
     "reconcile_findings",
+    "reconcile_hosts",
     "reconcile_runs",
 }
 
@@ -188,5 +189,39 @@ def test_0006_adds_and_removes_the_page_latest_schedule_columns(
         assert "due_at" not in columns()
         upgrade(engine)
         assert columns()[-1] == "due_at"
+    finally:
+        engine.dispose()
+
+
+def test_0007_adds_and_removes_reconcile_hosts(make_database_url: Callable[..., str]) -> None:
+    """Migration 0007 creates reconcile_hosts (deleted with its run) and its downgrade drops it."""
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+    try:
+        upgrade(engine)
+        assert "reconcile_hosts" in _tables(engine)
+        with engine.begin() as conn:
+            if engine.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+            run_id = conn.execute(
+                sa.text(
+                    "INSERT INTO reconcile_runs (started_at, status, sites) "
+                    "VALUES (CURRENT_TIMESTAMP, 'complete', 'x') RETURNING id"
+                )
+            ).scalar_one()
+            conn.execute(
+                sa.text(
+                    "INSERT INTO reconcile_hosts (run_id, host, vanished_checked) "
+                    "VALUES (:r, 'x.test', false)"
+                ),
+                {"r": run_id},
+            )
+            conn.execute(sa.text("DELETE FROM reconcile_runs"))
+            assert conn.execute(sa.text("SELECT count(*) FROM reconcile_hosts")).scalar() == 0
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0006")
+        assert "reconcile_hosts" not in _tables(engine)
+        upgrade(engine)
+        assert "reconcile_hosts" in _tables(engine)
     finally:
         engine.dispose()
