@@ -226,9 +226,9 @@ def test_race_across_a_generation_boundary_through_the_cluster(
 ) -> None:
     """4 processes on an ageing cluster seen-set while a generation starts: none new twice."""
     query = "kind=set" if kind == "set" else "kind=bloom&capacity=60000&error_rate=0.01"
-    url = f"{cluster.url}?{query}&key={key}:{kind}&max_age=30&window=10"
+    url = f"{cluster.url}?{query}&key={key}:{kind}&max_age=180&window=60"
     news, added, spans = run_ageing_race(
-        url, window_s=10, workers=4, total=60_000, sample=45_000, batch=3_000
+        url, window_s=60, workers=4, total=60_000, sample=45_000, batch=3_000
     )
     assert all(last == first + 1 for first, last in spans), spans
     if kind == "set":
