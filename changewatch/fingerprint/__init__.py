@@ -40,11 +40,13 @@ bodies), :mod:`~changewatch.fingerprint.policy` (what is noise, per host),
 
 from changewatch.fingerprint.decode import decode_html, is_binary
 from changewatch.fingerprint.page import (
+    EMPTY_SHA256,
     FINGERPRINT_VERSION,
     Fingerprint,
     binary_fingerprint,
     content_sha256,
     fingerprint,
+    parts_fingerprint,
     raw_sha256,
     text_fingerprint,
 )
@@ -55,6 +57,7 @@ from changewatch.fingerprint.policy import (
     HIDDEN_SELECTOR,
     FingerprintPolicy,
 )
+from changewatch.fingerprint.regions import Block, PageText, block_shape
 from changewatch.fingerprint.records import canonical_json, fingerprint_record
 from changewatch.fingerprint.simhash64 import (
     MAX_FEATURE_WEIGHT,
@@ -69,9 +72,14 @@ from changewatch.fingerprint.text import (
     normalise,
     normalise_markup,
     normalise_text,
+    page_text,
     strip_volatile,
 )
-from changewatch.fingerprint.volatile import DEFAULT_VOLATILE_PATTERNS
+from changewatch.fingerprint.volatile import (
+    DEFAULT_VOLATILE_PATTERNS,
+    LABEL_WORDS,
+    strip_label_stamps,
+)
 
 __all__ = [
     "BOILERPLATE_TAGS",
@@ -79,12 +87,17 @@ __all__ = [
     "DEFAULT_POLICY",
     "DEFAULT_VOLATILE_PATTERNS",
     "DROPPED_TAGS",
+    "EMPTY_SHA256",
     "FINGERPRINT_VERSION",
     "HIDDEN_SELECTOR",
+    "LABEL_WORDS",
     "MAX_FEATURE_WEIGHT",
+    "Block",
     "Fingerprint",
     "FingerprintPolicy",
+    "PageText",
     "binary_fingerprint",
+    "block_shape",
     "canonical_json",
     "content_sha256",
     "decode_html",
@@ -96,10 +109,13 @@ __all__ = [
     "normalise",
     "normalise_markup",
     "normalise_text",
+    "page_text",
+    "parts_fingerprint",
     "raw_sha256",
     "simhash",
     "simhash_features",
     "simhash_of_features",
+    "strip_label_stamps",
     "strip_volatile",
     "text_fingerprint",
 ]

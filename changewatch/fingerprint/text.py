@@ -5,20 +5,35 @@ from __future__ import annotations
 import html as html_lib
 import re
 import unicodedata
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
-from changewatch.fingerprint.policy import _SECTIONING, DEFAULT_POLICY, FingerprintPolicy
-from changewatch.fingerprint.volatile import DEFAULT_VOLATILE_PATTERNS, strip_volatile_text
+from changewatch.fingerprint.blocks import (
+    CHROME_SELECTOR,
+    MAIN_SELECTOR,
+    is_collapsed_content,
+    segment,
+)
+from changewatch.fingerprint.policy import DEFAULT_POLICY, HIDDEN_SELECTOR, FingerprintPolicy
+from changewatch.fingerprint.regions import (
+    SEPARATOR,
+    PageText,
+    classify,
+    outlinks,
+    split_regions,
+)
+from changewatch.fingerprint.volatile import strip_volatile_text
 
 __all__ = [
     "DEFAULT_MAX_NESTING",
     "normalise",
     "normalise_markup",
     "normalise_text",
+    "page_text",
     "strip_volatile",
 ]
 
@@ -68,17 +83,18 @@ def normalise(
     *,
     host: str | None = None,
 ) -> str:
-    """Return the normalised visible text of a page (see the module docstring).
+    """Return the normalised text of a page's main content (see the module docstring).
 
     ``policy`` (default :data:`DEFAULT_POLICY`) is applied for ``host`` (see
     :meth:`FingerprintPolicy.for_host`). A binary body (:func:`is_binary`) has no text: ``""``.
+    :func:`page_text` also returns the chrome and the outlinks.
 
     >>> normalise("<p>Hello,\\n  <b>World</b></p><script>x=1</script><!-- c -->")
     'hello, world'
     >>> normalise("<p>Built at 12:00 UTC</p><p hidden>x</p><nav>Home</nav>")
-    'built at home'
-    >>> normalise("<p>At 12:00</p><nav>Home</nav>", policy=FingerprintPolicy(boilerplate=True))
-    'at'
+    'built'
+    >>> normalise("<p>We met at 12:00.</p>", policy=FingerprintPolicy(regions=False))
+    'we met at 12:00.'
     """
     if is_binary(html, content_type):
         return ""
@@ -97,37 +113,124 @@ def normalise_markup(
     >>> normalise_markup("<p>Hello</p>")
     'hello'
     """
+    return page_text(html, content_type, policy, host=host).content
+
+
+def page_text(
+    html: str | bytes,
+    content_type: str | None = None,
+    policy: FingerprintPolicy | None = None,
+    *,
+    host: str | None = None,
+    url: str | None = None,
+    template_blocks: Collection[bytes] = (),
+    volatile_blocks: Collection[bytes] = (),
+    with_blocks: bool = False,
+) -> PageText:
+    """The normalised main-content and chrome texts and the outlinks of a non-binary page.
+
+    ``url``: the page's URL, against which relative outlinks are resolved. ``template_blocks``
+    (text hashes of blocks on many of the host's pages) and ``volatile_blocks`` (block keys
+    and shapes learned as noise for the host) come from the store; ``with_blocks`` asks for
+    the :class:`~changewatch.fingerprint.regions.Block` list. See
+    :mod:`~changewatch.fingerprint.regions` for the rules.
+
+    >>> parts = page_text("<nav><a href='/a'>Home</a></nav><main><p>Hi</p></main>",
+    ...                   url="https://example.com/x")
+    >>> parts.content, parts.chrome, parts.links
+    ('hi', 'home', ('https://example.com/a',))
+    """
     rules = (policy or DEFAULT_POLICY).for_host(host)
     source: str | bytes | None = utf8_source(html, content_type)
     if source is None:
         source = decode_html(html, content_type)
     if _nesting_bound(source) > DEFAULT_MAX_NESTING:
-        text = _fallback_text(decode_html(html, content_type))
+        text = _strip(rules, normalise_text(_fallback_text(decode_html(html, content_type))))
+        return PageText(text, "", ())
+    tree = LexborHTMLParser(source)
+    if not _drop_invisible(tree, rules):
+        return PageText("", "", ())
+    links = outlinks(tree, url)
+    root = tree.root
+    if rules.main is not None:
+        found = tree.css_first(rules.main)
+        main_ids = set() if found is None else {found.mem_id}
+    elif rules.regions:
+        main_ids = {node.mem_id for node in tree.css(MAIN_SELECTOR)}
     else:
-        text = _visible_text(LexborHTMLParser(source), rules)
-    return strip_volatile_text(
-        normalise_text(text),
-        rules._volatile_re,
-        default=rules.volatile == DEFAULT_VOLATILE_PATTERNS,
-        collapsed=True,
+        main_ids = set()
+    chrome_ids = {node.mem_id for node in tree.css(CHROME_SELECTOR)} if rules.regions else set()
+    segments = segment(root, main_ids, chrome_ids) if root is not None else []
+    joined = normalise_text(SEPARATOR.join(s.text for s in segments))
+    pieces = [_strip(rules, piece.strip()) for piece in joined.split(SEPARATOR)]
+    if len(pieces) != len(segments):
+        # The page's own U+FDD0 (a noncharacter, never interchanged): the blocks cannot be
+        # told apart after normalising, so all of the text is content.
+        return PageText(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
+    if rules.regions and rules.main is None and not main_ids and not chrome_ids:
+        main = [True] * len(segments)
+    elif rules.regions or rules.main is not None:
+        main = classify(
+            segments, pieces, policy_main=rules.main is not None, template_blocks=template_blocks
+        )
+    else:
+        main = [True] * len(segments)
+    content, chrome, blocks = split_regions(
+        segments, pieces, main, volatile_blocks=volatile_blocks, with_blocks=with_blocks
     )
+    return PageText(content, "" if rules.boilerplate else chrome, links, blocks, bool(main_ids))
+
+
+def _strip(rules: FingerprintPolicy, text: str) -> str:
+    return strip_volatile_text(text, rules._volatile_re, default=rules._label_stamps, collapsed=True)
 
 
 def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
+    """The raw visible text of a parsed page: invisible elements dropped, nothing else
+    (the floor ``benchmarks/fingerprint.py`` measures against)."""
+    if not _drop_invisible(tree, rules):
+        return ""
+    root = tree.root
+    return root.text(separator=" ", skip_empty=True) if root is not None else ""
+
+
+def _drop_invisible(tree: LexborHTMLParser, rules: FingerprintPolicy) -> bool:
+    """Remove what is never text: scripts, styles…, the policy's ignored selectors, and hidden
+    elements that are not collapsed content. ``False`` if nothing on the page is shown."""
     root = tree.root
     top = None if root is None else root.mem_id
     if not _drop(tree.css(rules._strip_selector), top):
-        return ""  # <html hidden>, <html aria-hidden="true">: nothing on the page is shown
+        return False
     if rules._drop_selector is not None and not _drop(tree.css(rules._drop_selector), top):
-        return ""  # a policy that ignores the root element (ignore = ["html"]) keeps nothing
-    if rules.boilerplate:
-        headers = tree.css("header")
-        if headers:
-            _drop(_page_level(headers), top)
-    if rules.main is not None:
-        root = tree.css_first(rules.main) or root
-    # Whitespace-only text nodes (indentation) add nothing once whitespace is collapsed.
-    return root.text(separator=" ", skip_empty=True) if root is not None else ""
+        return False  # a policy that ignores the root element (ignore = ["html"]) keeps nothing
+    hidden = tree.css(HIDDEN_SELECTOR)
+    return _drop_hidden_noise(tree, hidden, top) if hidden else True
+
+
+def _drop_hidden_noise(tree: LexborHTMLParser, hidden: list[Any], top: int | None) -> bool:
+    """Remove the hidden elements that are noise, not collapsed content
+    (:func:`~changewatch.fingerprint.blocks.is_collapsed_content`); ``False`` if the root
+    element is hidden noise (nothing on the page is shown).
+
+    Innermost first, so that a hidden icon label inside a hidden accordion panel goes and
+    the panel, judged on what is left, stays.
+    """
+    controlled: set[str] = set()
+    for node in tree.css("[aria-controls]"):
+        value = node.attributes.get("aria-controls")
+        if isinstance(value, str):
+            controlled.update(value.split())
+    for node in reversed(hidden):
+        if node.tag != "input":
+            attributes = node.attributes
+            ident = attributes.get("id")
+            text = node.text(separator=" ", skip_empty=True)
+            if is_collapsed_content(text, ident in controlled, attributes.get("role"), node.tag):
+                continue
+        if node.mem_id == top:
+            return False
+        node.decompose()
+    return True
 
 
 def _drop(nodes: list[Any], top: int | None) -> bool:
@@ -141,44 +244,18 @@ def _drop(nodes: list[Any], top: int | None) -> bool:
     return True
 
 
-def _page_level(headers: list[Any]) -> list[Any]:
-    """The headers with no ``article``/``main``/``section`` ancestor, each ancestor looked
-    at once (linear even for deeply nested headers)."""
-    inside: dict[int, bool] = {}
-    out = []
-    for header in headers:
-        path = []
-        node = header.parent
-        found = False
-        while node is not None:
-            known = inside.get(node.mem_id)
-            if known is not None:
-                found = known
-                break
-            if node.tag in _SECTIONING:
-                found = True
-                break
-            path.append(node.mem_id)
-            node = node.parent
-        for mem_id in path:
-            inside[mem_id] = found
-        if not found:
-            out.append(header)
-    return out
-
-
 def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
-    """Remove the policy's volatile patterns from normalised text, to a fixed point.
+    """Remove the policy's volatile stamps from normalised text taken as one block: the
+    default stamps where they stand as labels, added patterns wherever they match.
 
     >>> strip_volatile("generated at 2026-03-01t12:00:00z by node-7, updated 5 minutes ago")
-    'generated at by node-7, updated'
+    'generated by node-7, updated'
+    >>> strip_volatile("the ceremony opens at 2:30pm after a parade through the old town")
+    'the ceremony opens at 2:30pm after a parade through the old town'
     """
     rules = policy or DEFAULT_POLICY
     return strip_volatile_text(
-        text,
-        rules._volatile_re,
-        default=rules.volatile == DEFAULT_VOLATILE_PATTERNS,
-        collapsed=False,
+        text, rules._volatile_re, default=rules._label_stamps, collapsed=False
     )
 
 

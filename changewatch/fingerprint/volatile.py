@@ -1,13 +1,28 @@
 """Volatile stamps (date-times, times of day, relative ages) removed from normalised text.
 
 Pure functions over case-folded, whitespace-collapsed text; no I/O.
+
+A stamp of :data:`DEFAULT_VOLATILE_PATTERNS` is volatile only where it stands as a *label*
+(version 4): in a block that is mostly the stamp ("12:05", "Mon, 01 Mar 2026 12:00:00 GMT"),
+or after a label word ("updated", "generated", "as of", "last modified", "posted"… within
+:data:`LABEL_WINDOW` words before it). Inside prose it is content: "in the final 4:29 of
+regulation" becoming "4:20" is an edit. :func:`strip_label_stamps` finds stamps as maximal
+runs of stamp-like words (a digit, a unit, a zone, a month, "at", "ago"…) that hold a match of
+the patterns, so that removing one can never join its neighbours into a new one: one pass,
+linear time, idempotent. Patterns a policy adds are removed everywhere, as before.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["DEFAULT_VOLATILE_PATTERNS", "strip_volatile_text"]
+__all__ = [
+    "DEFAULT_VOLATILE_PATTERNS",
+    "LABEL_WINDOW",
+    "LABEL_WORDS",
+    "strip_label_stamps",
+    "strip_volatile_text",
+]
 
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
@@ -39,71 +54,129 @@ DEFAULT_VOLATILE_PATTERNS: tuple[str, ...] = (
 )
 
 
-_WINDOW_BEFORE = 96
-_WINDOW_AFTER = 48
+#: Words that make the stamp after them a label (case-folded; ``"as of"`` is matched as a pair).
+LABEL_WORDS = frozenset(
+    "updated update generated rendered built build refreshed refresh modified changed edited "
+    "posted published created uploaded fetched retrieved cached served checked synced "
+    "replied commented wrote joined timestamp".split()
+)
+#: How many words (stamp-like words of other stamps not counted) may stand between a label
+#: word and its stamp: "rendered by node-7 at 12:00", "last modified on 1 march 2026 12:00".
+LABEL_WINDOW = 3
+
+_STAMP_WORDS = frozenset(
+    "at on a an am pm a.m. p.m. a.m p.m ago z utc gmt cet cest bst est edt cst cdt mst mdt pst "
+    "pdt ist jst t sec secs second seconds min mins minute minutes hr hrs hour hours day days "
+    "week weeks month months year years jan january feb february mar march apr april may jun "
+    "june jul july aug august sep sept september oct october nov november dec december mon "
+    "monday tue tues tuesday wed wednesday thu thur thurs thursday fri friday sat saturday sun "
+    "sunday st nd rd th -".split()
+)
+_PUNCTUATION = ".,;:()[]|·•-–—/"
+_DEFAULT_RE = re.compile("|".join(f"(?:{p})" for p in DEFAULT_VOLATILE_PATTERNS))
+
+
+def _stamp_like(token: str) -> bool:
+    """A word that can be part of a stamp: it holds a digit, or is a unit, zone or month."""
+    if any(c.isdigit() for c in token):
+        return True
+    return token.strip(_PUNCTUATION) in _STAMP_WORDS or token in _STAMP_WORDS
+
+
+def _has_anchor(text: str) -> bool:
+    """Whether ``text`` may hold a default stamp: each holds ``:`` then a digit, or " ago"."""
+    if " ago" in text or text.startswith("ago"):
+        return True
+    at = text.find(":")
+    while at != -1:
+        if at + 1 < len(text) and text[at + 1].isdecimal():
+            return True
+        at = text.find(":", at + 1)
+    return False
+
+
+def strip_label_stamps(text: str) -> str:
+    """Remove the default stamps of ``text`` (one block, normalised) that stand as labels.
+
+    A stamp is a maximal run of stamp-like words holding a match of
+    :data:`DEFAULT_VOLATILE_PATTERNS`. It is removed when the block is mostly stamps (their
+    characters at least as many as the rest) or when a :data:`LABEL_WORDS` word stands among
+    the :data:`LABEL_WINDOW` other words before it. Linear in the length of ``text``, and
+    idempotent: runs are maximal, so what is left beside a removed run is no stamp word.
+
+    >>> strip_label_stamps("updated 5 minutes ago")
+    'updated'
+    >>> strip_label_stamps("mon, 01 mar 2026 12:00:00 gmt")
+    ''
+    >>> strip_label_stamps("he scored in the final 4:29 of regulation")
+    'he scored in the final 4:29 of regulation'
+    """
+    if not _has_anchor(text):
+        return text
+    tokens = text.split(" ")
+    runs: list[tuple[int, int]] = []
+    stamp_chars = 0
+    index, count = 0, len(tokens)
+    while index < count:
+        if not _stamp_like(tokens[index]):
+            index += 1
+            continue
+        end = index + 1
+        while end < count and _stamp_like(tokens[end]):
+            end += 1
+        run = " ".join(tokens[index:end])
+        if _DEFAULT_RE.search(run) is not None:
+            runs.append((index, end))
+            stamp_chars += len(run)
+        index = end
+    if not runs:
+        return text
+    mostly = 2 * stamp_chars >= len(text)
+    keep = [True] * count
+    for start, end in runs:
+        if mostly or _labelled(tokens, start):
+            keep[start:end] = [False] * (end - start)
+    if all(keep):
+        return text
+    return " ".join(token for token, kept in zip(tokens, keep, strict=True) if kept)
+
+
+def _labelled(tokens: list[str], start: int) -> bool:
+    """Whether a label word stands among the :data:`LABEL_WINDOW` words before ``start``
+    that are not stamp-like (so removing another stamp never changes the answer)."""
+    seen: list[str] = []
+    at = start - 1
+    while at >= 0 and len(seen) < LABEL_WINDOW:
+        token = tokens[at]
+        at -= 1
+        if _stamp_like(token) and token.strip(_PUNCTUATION) not in ("at", "on", "a", "an"):
+            continue
+        word = token.strip(_PUNCTUATION)
+        if word in LABEL_WORDS:
+            return True
+        if word == "of" and at >= 0 and tokens[at].strip(_PUNCTUATION) == "as":
+            return True
+        seen.append(word)
+    return False
 
 
 def strip_volatile_text(
     text: str, pattern: re.Pattern[str] | None, *, default: bool, collapsed: bool
 ) -> str:
-    """Remove the matches of ``pattern`` (the joined volatile patterns of a policy; ``None``:
-    none) from ``text``, to a fixed point. ``default``: ``pattern`` is made of
-    :data:`DEFAULT_VOLATILE_PATTERNS`, whose matches all stand near an anchor (below);
-    ``collapsed``: ``text`` has no whitespace but single inner spaces (as
-    :func:`~changewatch.fingerprint.text.normalise_text` returns), so the result needs no
-    collapsing pass."""
-    if pattern is None:
-        return text
-    if not default:
-        return _strip_to_fixed_point(text, pattern)
-    # Every default pattern holds a time (":" then a digit) or " ago", and no match reaches
-    # further than ~70 characters before it or ~30 after: search only windows around those
-    # anchors (snapped to spaces), instead of running the alternation over the whole text.
-    spans: list[list[int]] = []
-    for anchor_start, anchor_end in _volatile_anchors(text):
-        start = text.rfind(" ", 0, max(0, anchor_start - _WINDOW_BEFORE)) + 1
-        end = text.find(" ", anchor_end + _WINDOW_AFTER)
-        end = len(text) if end == -1 else end
-        if spans and start <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], end)
-        else:
-            spans.append([start, end])
-    if not spans:
-        return text
-    pieces = []
-    last = 0
-    for start, end in spans:
-        pieces.append(text[last:start])
-        pieces.append(_strip_to_fixed_point(text[start:end], pattern))
-        last = end
-    pieces.append(text[last:])
-    if collapsed:
-        # Each piece is collapsed inside, and pieces meet at spaces: strip and join them.
-        return " ".join(piece for piece in map(str.strip, pieces) if piece)
-    return " ".join(" ".join(pieces).split())
+    """Remove volatile stamps from normalised ``text`` (one block).
 
-
-def _volatile_anchors(text: str) -> list[tuple[int, int]]:
-    """Spans of ``:\\d`` and `` ago\\b`` in ``text``, in order — found with ``str.find``,
-    which is much faster than a regex alternation tried at every position.
-
-    >>> _volatile_anchors("at 12:05, 3 days ago; agog: no")
-    [(5, 7), (16, 20)]
+    ``default``: remove the default stamps that stand as labels (:func:`strip_label_stamps`);
+    ``pattern``: the patterns a policy adds (``None``: none), removed wherever they match, to a
+    fixed point. ``collapsed``: ``text`` has no whitespace but single inner spaces (as
+    :func:`~changewatch.fingerprint.text.normalise_text` returns).
     """
-    found = []
-    at = text.find(":")
-    while at != -1:
-        if at + 1 < len(text) and text[at + 1].isdecimal():
-            found.append((at, at + 2))
-        at = text.find(":", at + 1)
-    at = text.find(" ago")
-    while at != -1:
-        after = at + 4
-        if after == len(text) or not (text[after].isalnum() or text[after] == "_"):
-            found.append((at, after))
-        at = text.find(" ago", at + 1)
-    found.sort()
-    return found
+    if not collapsed:
+        text = " ".join(text.split())
+    if default:
+        text = strip_label_stamps(text)
+    if pattern is not None:
+        text = _strip_to_fixed_point(text, pattern)
+    return text
 
 
 def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:

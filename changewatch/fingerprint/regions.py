@@ -1,0 +1,250 @@
+"""Main content versus chrome, and a page's outlinks — pure functions, no I/O.
+
+:func:`page_text` turns a parsed page into a :class:`PageText`: the normalised text of its
+main content, the normalised text of its chrome (navigation, banners, footers, asides,
+dialogs, cookie notices, link lists), its outlinks, and — on request — one
+:class:`Block` per block of text with a stable key, so that a caller can learn which blocks of a
+host change on every fetch while its content does not.
+
+How a block (:mod:`~changewatch.fingerprint.blocks`) is classified, first rule that applies:
+
+1. the ``<title>``, and every block inside an explicit main marker (``main``, ``article``,
+   ``[role=main]``, ``[itemprop=articleBody]``; the innermost mark wins) are **main**;
+2. every block inside a landmark that is not content (``nav``, ``aside``, page-level
+   ``header``/``footer``, ``role=navigation|banner|contentinfo|complementary|search``,
+   dialogs, cookie/consent regions) is **chrome**;
+3. a policy ``main`` selector that matched makes every other block chrome;
+4. a block of *prose* (:data:`PROSE_MIN_WORDS` words or more, less than half of its text in
+   links) is **main** wherever it stands: a heuristic never moves a paragraph out of the
+   content;
+5. with an explicit main marker on the page, any other block (short, or mostly links) is
+   **chrome**; without one, a block mostly made of links is chrome, or one whose text hash
+   the caller says stands on many of the host's pages (``template_blocks``), and every other
+   block is **main**.
+
+If, without an explicit main marker, the main blocks hold less than a quarter of the page's
+words, the landmarks are not trusted and every block is main: where no main region can be
+told apart, all visible text is content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from changewatch.errors import InvalidURLError
+from changewatch.fingerprint.blocks import CHROME, MAIN, Segment
+from changewatch.urls import canonicalise
+
+__all__ = [
+    "MIN_MAIN_SHARE",
+    "PROSE_MIN_WORDS",
+    "SEPARATOR",
+    "Block",
+    "PageText",
+    "block_shape",
+    "classify",
+    "links_sha256",
+    "outlinks",
+    "split_regions",
+]
+
+#: A block of at least this many words, under half of them in links, is prose.
+PROSE_MIN_WORDS = 7
+#: Without an explicit main marker, main blocks holding fewer than this share of the words
+#: mean the landmarks cannot be trusted: every block is main.
+MIN_MAIN_SHARE = 0.25
+
+# U+FDD0 is a Unicode noncharacter (never interchanged as text; NFKC and case folding leave
+# it alone): it separates blocks through one normalise_text call over the whole page.
+SEPARATOR = "\ufdd0"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One block of a page's text, as the orchestration sees it to learn per-host noise.
+
+    ``key``: blake2b-64 of the block's structural path and its ordinal among the blocks of
+    the same path (``body/div/nav/ul/li#3``) — stable while the page's layout is.
+    ``shape``: blake2b-64 of the text with every digit made ``0`` — stable while a counter
+    counts. ``text_hash``: blake2b-64 of the normalised text. ``region``: ``"main"`` or
+    ``"chrome"``. ``prose``: a block of sentences, which learned noise may never exclude.
+    """
+
+    key: bytes
+    shape: bytes
+    text_hash: bytes
+    region: Literal["main", "chrome"]
+    prose: bool
+    path: str
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class PageText:
+    """The normalised texts of a page's main content and chrome, and its outlinks."""
+
+    content: str
+    chrome: str
+    links: tuple[str, ...]
+    blocks: tuple[Block, ...] = ()
+    main_marked: bool = False
+
+
+def _hash8(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+_DIGITS = str.maketrans("123456789", "000000000")
+
+
+def block_shape(text: str) -> str:
+    """A block's text with every ASCII digit made ``0``: a counter keeps its shape.
+
+    >>> block_shape("1,234 views · 56 comments")
+    '0,000 views · 00 comments'
+    """
+    return text.translate(_DIGITS)
+
+
+def _is_prose(text: str, link_chars: int) -> bool:
+    return 2 * link_chars < len(text) and len(text.split(None, PROSE_MIN_WORDS)) >= (
+        PROSE_MIN_WORDS
+    )
+
+
+def classify(
+    segments: list[Segment],
+    pieces: list[str],
+    *,
+    policy_main: bool,
+    template_blocks: Collection[bytes] = (),
+) -> list[bool]:
+    """Whether each segment is main content (``True``) or chrome, by the module's rules.
+
+    ``pieces``: each segment's normalised text (label stamps removed).
+    """
+    marked = policy_main or any(s.mark == MAIN for s in segments)
+    out: list[bool] = []
+    for seg, text in zip(segments, pieces, strict=True):
+        if seg.mark == MAIN or seg.path.endswith("/title"):
+            out.append(True)
+        elif seg.mark == CHROME or policy_main:
+            out.append(False)
+        elif _is_prose(text, seg.link_chars):
+            out.append(True)
+        elif marked or 2 * seg.link_chars >= len(text):
+            out.append(False)
+        elif template_blocks and _hash8(text) in template_blocks:
+            out.append(False)
+        else:
+            out.append(True)
+    if not marked and segments:
+        words = [text.count(" ") + 1 for text in pieces if text]
+        total = sum(words)
+        main_words = sum(text.count(" ") + 1 for text, main in zip(pieces, out, strict=True) if main and text)
+        if main_words < MIN_MAIN_SHARE * total:
+            return [True] * len(segments)
+    return out
+
+
+def split_regions(
+    segments: list[Segment],
+    pieces: list[str],
+    main: list[bool],
+    *,
+    volatile_blocks: Collection[bytes] = (),
+    with_blocks: bool = False,
+) -> tuple[str, str, tuple[Block, ...]]:
+    """The content and chrome texts (each the pieces of its region joined by spaces) and,
+    ``with_blocks``, the :class:`Block` list.
+
+    Blocks whose ``key`` or ``shape`` is in ``volatile_blocks`` (learned noise) are left out
+    of both texts, unless they are prose: learned noise never hides a paragraph.
+    """
+    if not (with_blocks or volatile_blocks):
+        content = [p for p, m in zip(pieces, main, strict=True) if m and p]
+        chrome = [p for p, m in zip(pieces, main, strict=True) if not m and p]
+        return " ".join(content), " ".join(chrome), ()
+    blocks: list[Block] = []
+    content, chrome = [], []
+    ordinals: dict[str, int] = {}
+    for seg, text, is_main in zip(segments, pieces, main, strict=True):
+        if not text:
+            continue
+        ordinal = ordinals.get(seg.path, 0)
+        ordinals[seg.path] = ordinal + 1
+        prose = _is_prose(text, seg.link_chars)
+        key = _hash8(f"{seg.path}#{ordinal}")
+        shape = _hash8(block_shape(text))
+        if not prose and (key in volatile_blocks or shape in volatile_blocks):
+            continue
+        if with_blocks:
+            region: Literal["main", "chrome"] = "main" if is_main else "chrome"
+            blocks.append(Block(key, shape, _hash8(text), region, prose, seg.path, len(text)))
+        (content if is_main else chrome).append(text)
+    return " ".join(content), " ".join(chrome), tuple(blocks)
+
+
+_LINK_SCHEMES = ("http:", "https:")
+
+
+def outlinks(tree: Any, url: str | None) -> tuple[str, ...]:
+    """The page's outlinks (``a[href]``, ``area[href]``): canonicalised, unique, sorted.
+
+    Relative links are resolved against ``url`` (and a ``<base href>``); without a page URL
+    they are kept as written, fragment removed. ``javascript:``, ``mailto:``, ``tel:`` and
+    fragment-only links are no outlinks; a link :func:`canonicalise` refuses is left out.
+    """
+    base = url
+    base_node = tree.css_first("base[href]")
+    if base_node is not None and url is not None:
+        href = base_node.attributes.get("href")
+        if isinstance(href, str) and href.strip():
+            base = _resolve(url, href.strip())
+    found: set[str] = set()
+    for node in tree.css("a[href], area[href]"):
+        href = node.attributes.get("href")
+        if not isinstance(href, str):
+            continue
+        link = _link(base, href.strip())
+        if link:
+            found.add(link)
+    return tuple(sorted(found))
+
+
+@lru_cache(maxsize=65536)
+def _link(base: str | None, href: str) -> str | None:
+    """One outlink, canonicalised (memoised: a host's navigation repeats on every page)."""
+    if not href or href.startswith("#"):
+        return None
+    absolute = href if base is None else _resolve(base, href)
+    if absolute is None:
+        return None
+    lowered = absolute[:6].lower()
+    if not lowered.startswith(_LINK_SCHEMES):
+        if base is None and ":" not in absolute.split("/", 1)[0]:
+            return absolute.split("#", 1)[0] or None  # relative, no page URL to resolve it
+        return None
+    try:
+        return canonicalise(absolute)
+    except InvalidURLError:
+        return None
+
+
+def _resolve(base: str, href: str) -> str | None:
+    from urllib.parse import urljoin
+
+    try:
+        return urljoin(base, href)
+    except ValueError:
+        return None
+
+
+def links_sha256(links: tuple[str, ...]) -> bytes:
+    """SHA-256 of the sorted outlinks, one a line (UTF-8)."""
+    return hashlib.sha256("\n".join(links).encode("utf-8", "surrogatepass")).digest()
+
