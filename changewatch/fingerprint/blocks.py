@@ -110,11 +110,15 @@ def _role(node: Any) -> str | None:
     return value.strip().lower() if isinstance(value, str) and value.strip() else None
 
 
-def segment(root: Any, main_ids: set[int], chrome_ids: set[int]) -> list[Segment]:
+def segment(
+    root: Any, main_ids: set[int], chrome_ids: set[int], in_page: set[int] = frozenset()  # type: ignore[assignment]
+) -> list[Segment]:
     """The blocks of ``root``'s subtree in document order (see the module docstring).
 
     ``main_ids``/``chrome_ids``: ``mem_id`` of the elements matching :data:`MAIN_SELECTOR`
-    and :data:`CHROME_SELECTOR`. Comments are skipped; the caller has removed invisible
+    and :data:`CHROME_SELECTOR`; ``in_page``: ``mem_id`` of links to a fragment of the page
+    itself inside a heading (a heading's own anchor), whose text is not counted as link text.
+    Comments are skipped; the caller has removed invisible
     elements. An explicit stack, not recursion: nesting is only bounded by the caller's
     nesting guard (thousands of levels).
     """
@@ -190,7 +194,7 @@ def segment(root: Any, main_ids: set[int], chrome_ids: set[int]) -> list[Segment
                     buffer, link_chars = [], 0
                 mark = MAIN if key in main_ids else CHROME
                 path = f"{path}/{tag}[{_role(child) or ''}]"
-        if tag == "a":
+        if tag == "a" and (not in_page or child.mem_id not in in_page):
             links += 1
             flags |= 2
         if tag in _SECTIONING_TAGS:

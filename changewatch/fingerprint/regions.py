@@ -111,9 +111,13 @@ def block_shape(text: str) -> str:
 
 
 def _is_prose(text: str, link_chars: int) -> bool:
-    return 2 * link_chars < len(text) and len(text.split(None, PROSE_MIN_WORDS)) >= (
+    return 2 * link_chars <= len(text) and len(text.split(None, PROSE_MIN_WORDS)) >= (
         PROSE_MIN_WORDS
     )
+
+
+def _is_link_list(text: str, link_chars: int) -> bool:
+    return 10 * link_chars >= 9 * len(text) and not _is_prose(text, 0)
 
 
 def classify(
@@ -130,13 +134,17 @@ def classify(
     marked = policy_main or any(s.mark == MAIN for s in segments)
     out: list[bool] = []
     for seg, text in zip(segments, pieces, strict=True):
-        if seg.mark == MAIN or seg.path.endswith("/title"):
+        if seg.path.endswith("/title"):
             out.append(True)
+        elif seg.mark == MAIN:
+            # A block that is nothing but a link (a table of contents, a "related" list) is
+            # navigation even inside the main region; its changes are the links hash's.
+            out.append(not _is_link_list(text, seg.link_chars))
         elif seg.mark == CHROME or policy_main:
             out.append(False)
         elif _is_prose(text, seg.link_chars):
             out.append(True)
-        elif marked or 2 * seg.link_chars >= len(text):
+        elif marked or 2 * seg.link_chars > len(text):
             out.append(False)
         elif template_blocks and _hash8(text) in template_blocks:
             out.append(False)

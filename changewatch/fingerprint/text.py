@@ -93,8 +93,10 @@ def normalise(
     'hello, world'
     >>> normalise("<p>Built at 12:00 UTC</p><p hidden>x</p><nav>Home</nav>")
     'built'
-    >>> normalise("<p>We met at 12:00.</p>", policy=FingerprintPolicy(regions=False))
-    'we met at 12:00.'
+    >>> normalise("<p>We met at 12:00 by the bridge.</p><p>Updated 12:00</p>")
+    'we met at 12:00 by the bridge. updated'
+    >>> normalise("<nav>Home</nav><main>Hi</main>", policy=FingerprintPolicy(regions=False))
+    'home hi'
     """
     if is_binary(html, content_type):
         return ""
@@ -152,26 +154,25 @@ def page_text(
         return PageText("", "", ())
     links = outlinks(tree, url)
     root = tree.root
-    if rules.main is not None:
-        found = tree.css_first(rules.main)
-        main_ids = set() if found is None else {found.mem_id}
+    found = None if rules.main is None else tree.css_first(rules.main)
+    if found is not None:
+        main_ids = {found.mem_id}
     elif rules.regions:
         main_ids = {node.mem_id for node in tree.css(MAIN_SELECTOR)}
     else:
         main_ids = set()
     chrome_ids = {node.mem_id for node in tree.css(CHROME_SELECTOR)} if rules.regions else set()
-    segments = segment(root, main_ids, chrome_ids) if root is not None else []
+    in_page = {node.mem_id for node in tree.css(_HEADING_ANCHORS)}
+    segments = segment(root, main_ids, chrome_ids, in_page) if root is not None else []
     joined = normalise_text(SEPARATOR.join(s.text for s in segments))
     pieces = [_strip(rules, piece.strip()) for piece in joined.split(SEPARATOR)]
     if len(pieces) != len(segments):
         # The page's own U+FDD0 (a noncharacter, never interchanged): the blocks cannot be
         # told apart after normalising, so all of the text is content.
         return PageText(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
-    if rules.regions and rules.main is None and not main_ids and not chrome_ids:
-        main = [True] * len(segments)
-    elif rules.regions or rules.main is not None:
+    if found is not None or rules.regions:
         main = classify(
-            segments, pieces, policy_main=rules.main is not None, template_blocks=template_blocks
+            segments, pieces, policy_main=found is not None, template_blocks=template_blocks
         )
     else:
         main = [True] * len(segments)
@@ -179,6 +180,11 @@ def page_text(
         segments, pieces, main, volatile_blocks=volatile_blocks, with_blocks=with_blocks
     )
     return PageText(content, "" if rules.boilerplate else chrome, links, blocks, bool(main_ids))
+
+
+#: A heading linked to its own fragment (``<h2><a href="#terms">Terms</a></h2>``) is content,
+#: not a link list; other in-page links ("skip to content") count as links.
+_HEADING_ANCHORS = ", ".join(f'h{level} a[href^="#"]' for level in range(1, 7))
 
 
 def _strip(rules: FingerprintPolicy, text: str) -> str:

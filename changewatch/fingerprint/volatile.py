@@ -3,7 +3,7 @@
 Pure functions over case-folded, whitespace-collapsed text; no I/O.
 
 A stamp of :data:`DEFAULT_VOLATILE_PATTERNS` is volatile only where it stands as a *label*
-(version 4): in a block that is mostly the stamp ("12:05", "Mon, 01 Mar 2026 12:00:00 GMT"),
+(version 4): in a block that is mostly the stamp (twice as long as the rest of it) ("12:05", "Mon, 01 Mar 2026 12:00:00 GMT"),
 or after a label word ("updated", "generated", "as of", "last modified", "posted"… within
 :data:`LABEL_WINDOW` words before it). Inside prose it is content: "in the final 4:29 of
 regulation" becoming "4:20" is an edit. :func:`strip_label_stamps` finds stamps as maximal
@@ -58,7 +58,7 @@ DEFAULT_VOLATILE_PATTERNS: tuple[str, ...] = (
 LABEL_WORDS = frozenset(
     "updated update generated rendered built build refreshed refresh modified changed edited "
     "posted published created uploaded fetched retrieved cached served checked synced "
-    "replied commented wrote joined timestamp".split()
+    "replied commented wrote joined timestamp today yesterday now".split()
 )
 #: How many words (stamp-like words of other stamps not counted) may stand between a label
 #: word and its stamp: "rendered by node-7 at 12:00", "last modified on 1 march 2026 12:00".
@@ -100,7 +100,7 @@ def strip_label_stamps(text: str) -> str:
 
     A stamp is a maximal run of stamp-like words holding a match of
     :data:`DEFAULT_VOLATILE_PATTERNS`. It is removed when the block is mostly stamps (their
-    characters at least as many as the rest) or when a :data:`LABEL_WORDS` word stands among
+    characters at least twice as many as the rest's) or when a :data:`LABEL_WORDS` word stands among
     the :data:`LABEL_WINDOW` other words before it. Linear in the length of ``text``, and
     idempotent: runs are maximal, so what is left beside a removed run is no stamp word.
 
@@ -131,7 +131,7 @@ def strip_label_stamps(text: str) -> str:
         index = end
     if not runs:
         return text
-    mostly = 2 * stamp_chars >= len(text)
+    mostly = 3 * stamp_chars >= 2 * len(text)  # the stamps at least twice the rest
     keep = [True] * count
     for start, end in runs:
         if mostly or _labelled(tokens, start):
