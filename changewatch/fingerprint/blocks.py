@@ -70,6 +70,8 @@ CHROME_SELECTOR = (
     "[aria-label*='cookie' i], [aria-label*='consent' i]"
 )
 _SECTIONING_TAGS = frozenset({"article", "aside", "main", "nav", "section"})
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_LINK_TAGS = frozenset({"a", "area"})
 _PAGE_LEVEL_ONLY = frozenset({"header", "footer"})
 
 #: A hidden element holding at least this many words is a block of text, not a token.
@@ -111,96 +113,171 @@ def _role(node: Any) -> str | None:
 
 
 def segment(
-    root: Any, main_ids: set[int], chrome_ids: set[int], in_page: set[int] = frozenset()  # type: ignore[assignment]
+    root: Any, main_ids: set[int], chrome_ids: set[int], hrefs: list[str] | None = None
 ) -> list[Segment]:
     """The blocks of ``root``'s subtree in document order (see the module docstring).
 
     ``main_ids``/``chrome_ids``: ``mem_id`` of the elements matching :data:`MAIN_SELECTOR`
-    and :data:`CHROME_SELECTOR`; ``in_page``: ``mem_id`` of links to a fragment of the page
-    itself inside a heading (a heading's own anchor), whose text is not counted as link text.
-    Comments are skipped; the caller has removed invisible
-    elements. An explicit stack, not recursion: nesting is only bounded by the caller's
-    nesting guard (thousands of levels).
+    and :data:`CHROME_SELECTOR`. The ``href`` of every ``a`` and ``area`` met is appended to
+    ``hrefs``. A heading's link to a fragment of the page (its own anchor) is not counted as
+    link text: the heading is content, not a link list. Comments are skipped; the caller has removed invisible elements. The walk follows
+    ``child``/``next`` pointers with an explicit stack (cheaper than per-element iterators,
+    and nesting is bounded only by the caller's guard: thousands of levels).
     """
     out: list[Segment] = []
     buffer: list[str] = []
     link_chars = 0
-    # Per open block element: its path and mark; per open element: (is block, is link,
-    # is sectioning) to undo on the way out.
     path = root.tag or ""
     mark = NONE
     sectioning = 0
+    headings = 0
     links = 0
-    blocks: list[tuple[str, int]] = []
-    frames: list[tuple[Any, int]] = []
-    marked = main_ids or chrome_ids
-    children = root.iter(include_text=True)
-    flags = 0
-    while True:
-        child = next(children, None)
-        if child is None:
-            if not frames:
-                break
-            if flags & 1:
-                if buffer:
-                    out.append(Segment(path, " ".join(buffer), mark, link_chars))
-                    buffer, link_chars = [], 0
-                path, mark = blocks.pop()
-            if flags & 2:
-                links -= 1
-            if flags & 4:
-                sectioning -= 1
-            children, flags = frames.pop()
-            continue
-        tag = child.tag
+    marked = bool(main_ids or chrome_ids)
+    found = [] if hrefs is None else hrefs
+    # Per open element: the element, what it opened (1 block, 2 link, 4 sectioning), and the
+    # path and mark to restore when it closes.
+    stack: list[tuple[Any, int, str, int]] = []
+    node = root.child
+    while node is not None:
+        tag = node.tag
+        following = None
         if tag == "-text":
-            text = child.text_content
+            text = node.text_content
             if text and not text.isspace():
                 buffer.append(text)
                 if links:
                     link_chars += len(text)
-            continue
-        if tag[0] == "-":
-            continue  # comments, processing instructions
-        frames.append((children, flags))
-        flags = 0
-        if tag in BLOCK_TAGS:
-            if buffer:
-                out.append(Segment(path, " ".join(buffer), mark, link_chars))
-                buffer, link_chars = [], 0
-            blocks.append((path, mark))
-            flags = 1
-            step = tag
-            if marked:
-                key = child.mem_id
-                if key in main_ids:
-                    mark = MAIN  # before chrome: <main class="cookie-policy"> is content
-                    role = _role(child)
-                    step = f"{tag}[{role}]" if role else tag
-                elif key in chrome_ids:
-                    if tag not in _PAGE_LEVEL_ONLY or not sectioning:
-                        mark = CHROME
-                    role = _role(child)
-                    step = f"{tag}[{role}]" if role else tag
-            path = f"{path}/{step}"
-        elif marked:
-            # An inline element can carry a landmark role or a main marker too.
-            key = child.mem_id
-            if key in chrome_ids or key in main_ids:
-                blocks.append((path, mark))
-                flags = 1
+            following = node.next
+        elif tag[0] == "-":
+            following = node.next  # comments, processing instructions
+        else:
+            first = node.child
+            if tag in BLOCK_TAGS:
                 if buffer:
                     out.append(Segment(path, " ".join(buffer), mark, link_chars))
                     buffer, link_chars = [], 0
-                mark = MAIN if key in main_ids else CHROME
-                path = f"{path}/{tag}[{_role(child) or ''}]"
-        if tag == "a" and (not in_page or child.mem_id not in in_page):
-            links += 1
-            flags |= 2
-        if tag in _SECTIONING_TAGS:
-            sectioning += 1
-            flags |= 4
-        children = child.iter(include_text=True)
+                if first is not None and (tag == "p" or (marked and node.mem_id in chrome_ids)):
+                    state = (mark, sectioning, links)
+                    whole = _whole_block(node, tag, path, state, main_ids, chrome_ids, found)
+                    if whole is not None:
+                        if whole.text:
+                            out.append(whole)
+                        first = None  # read in one call: do not walk its subtree
+                if first is not None:
+                    stack.append((node, 1, path, mark))
+                    if marked:
+                        mark, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
+                        path = f"{path}/{step}"
+                    else:
+                        path = f"{path}/{tag}"
+            elif first is not None:
+                if marked and (node.mem_id in main_ids or node.mem_id in chrome_ids):
+                    # An inline element can carry a landmark role or a main marker too.
+                    if buffer:
+                        out.append(Segment(path, " ".join(buffer), mark, link_chars))
+                        buffer, link_chars = [], 0
+                    stack.append((node, 1, path, mark))
+                    mark, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
+                    path = f"{path}/{step}"
+                else:
+                    stack.append((node, 0, path, mark))
+            if tag in _LINK_TAGS:
+                href = _href(node, found)
+                if first is not None and not (headings and href.startswith("#")):
+                    links += 1
+                    stack[-1] = (node, stack[-1][1] | 2, stack[-1][2], stack[-1][3])
+            if first is not None:
+                opened = stack[-1][1]
+                if tag in _SECTIONING_TAGS:
+                    sectioning += 1
+                    opened |= 4
+                elif tag in _HEADING_TAGS:
+                    headings += 1
+                    opened |= 8
+                if opened != stack[-1][1]:
+                    stack[-1] = (node, opened, stack[-1][2], stack[-1][3])
+                node = first
+                continue
+            following = node.next
+        while following is None and stack:
+            element, opened, saved_path, saved_mark = stack.pop()
+            if opened & 1:
+                if buffer:
+                    out.append(Segment(path, " ".join(buffer), mark, link_chars))
+                    buffer, link_chars = [], 0
+                path, mark = saved_path, saved_mark
+            if opened & 2:
+                links -= 1
+            if opened & 4:
+                sectioning -= 1
+            if opened & 8:
+                headings -= 1
+            following = element.next
+        node = following
     if buffer:
         out.append(Segment(path, " ".join(buffer), mark, link_chars))
     return out
+
+
+def _href(node: Any, hrefs: list[str]) -> str:
+    """A link's ``href``, stripped, appended to ``hrefs`` (``""`` for none)."""
+    href = node.attributes.get("href")
+    if not isinstance(href, str):
+        return ""
+    href = href.strip()
+    hrefs.append(href)
+    return href
+
+
+def _whole_block(
+    node: Any,
+    tag: str,
+    path: str,
+    state: tuple[int, int, int],
+    main_ids: set[int],
+    chrome_ids: set[int],
+    hrefs: list[str],
+) -> Segment | None:
+    """A block read in one call of lexbor's text extraction instead of a walk, or ``None``.
+
+    A ``p`` holds phrasing content only (HTML §13.2.6.4.7: the parser closes it at any block
+    start tag), so it is one block; a chrome landmark with no main marker inside is one block
+    of chrome (its parts change together, and a learned key covers the landmark).
+    """
+    mark, sectioning, inside_link = state
+    key = node.mem_id
+    if key in main_ids:
+        return None
+    if tag == "p":
+        if key in chrome_ids:
+            return None
+        text = node.text(separator=" ", skip_empty=True)
+        links = 0
+        for link in node.css("a, area"):
+            _href(link, hrefs)
+            if not inside_link:
+                links += len(link.text(separator=" ", skip_empty=True))
+        return Segment(f"{path}/p", text, mark, len(text) if inside_link else links)
+    new_mark, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
+    if new_mark != CHROME or node.css_first(MAIN_SELECTOR) is not None:
+        return None
+    for link in node.css("a, area"):
+        _href(link, hrefs)
+    text = node.text(separator=" ", skip_empty=True)
+    return Segment(f"{path}/{step}", text, CHROME, len(text))
+
+
+def _entered(
+    node: Any, tag: str, mark: int, sectioning: int, main_ids: set[int], chrome_ids: set[int]
+) -> tuple[int, str]:
+    """The mark inside ``node`` and its path step (the tag, with the role of a marked one)."""
+    key = node.mem_id
+    if key in main_ids:
+        mark = MAIN  # before chrome: <main class="cookie-policy"> is content
+    elif key in chrome_ids:
+        if tag not in _PAGE_LEVEL_ONLY or not sectioning:
+            mark = CHROME
+    else:
+        return mark, tag
+    role = _role(node)
+    return mark, f"{tag}[{role}]" if role else tag

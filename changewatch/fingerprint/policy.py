@@ -80,8 +80,7 @@ class FingerprintPolicy:
         for name in ("boilerplate", "regions"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(
-                    f"fingerprint policy: {name} must be true or false, "
-                    f"got {getattr(self, name)!r}"
+                    f"fingerprint policy: {name} must be true or false, got {getattr(self, name)!r}"
                 )
         probe = LexborHTMLParser("<p></p>")
         for selector in (*self.ignore, *([self.main] if self.main is not None else [])):
@@ -119,7 +118,14 @@ class FingerprintPolicy:
 
     def __hash__(self) -> int:
         return hash(
-            (self.ignore, self.main, self.volatile, self.boilerplate, self.regions, tuple(self.hosts))
+            (
+                self.ignore,
+                self.main,
+                self.volatile,
+                self.boilerplate,
+                self.regions,
+                tuple(self.hosts),
+            )
         )
 
     def for_host(self, host: str | None) -> FingerprintPolicy:

@@ -33,7 +33,8 @@ import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from urllib.parse import urljoin
+from typing import Literal
 
 from changewatch.errors import InvalidURLError
 from changewatch.fingerprint.blocks import CHROME, MAIN, Segment
@@ -153,7 +154,9 @@ def classify(
     if not marked and segments:
         words = [text.count(" ") + 1 for text in pieces if text]
         total = sum(words)
-        main_words = sum(text.count(" ") + 1 for text, main in zip(pieces, out, strict=True) if main and text)
+        main_words = sum(
+            text.count(" ") + 1 for text, main in zip(pieces, out, strict=True) if main and text
+        )
         if main_words < MIN_MAIN_SHARE * total:
             return [True] * len(segments)
     return out
@@ -197,45 +200,84 @@ def split_regions(
     return " ".join(content), " ".join(chrome), tuple(blocks)
 
 
-_LINK_SCHEMES = ("http:", "https:")
+def outlinks(hrefs: list[str], base_href: str | None, url: str | None) -> tuple[str, ...]:
+    """The page's outlinks: ``hrefs`` canonicalised, unique, sorted.
 
+    Relative links are resolved against ``url`` (and the page's ``<base href>``); without a
+    page URL they are kept as written, fragment removed. ``javascript:``, ``mailto:``,
+    ``tel:`` and fragment-only links are no outlinks; a link :func:`canonicalise` refuses
+    is left out.
 
-def outlinks(tree: Any, url: str | None) -> tuple[str, ...]:
-    """The page's outlinks (``a[href]``, ``area[href]``): canonicalised, unique, sorted.
-
-    Relative links are resolved against ``url`` (and a ``<base href>``); without a page URL
-    they are kept as written, fragment removed. ``javascript:``, ``mailto:``, ``tel:`` and
-    fragment-only links are no outlinks; a link :func:`canonicalise` refuses is left out.
+    >>> outlinks(["/b", "#top", "mailto:x@example.com", "https://EXAMPLE.com/b#f"], None,
+    ...          "https://example.com/a")
+    ('https://example.com/b',)
     """
     base = url
-    base_node = tree.css_first("base[href]")
-    if base_node is not None and url is not None:
-        href = base_node.attributes.get("href")
-        if isinstance(href, str) and href.strip():
-            base = _resolve(url, href.strip())
+    if base_href and url is not None:
+        base = _resolve(url, base_href) or url
+    origin = _origin(base) if base is not None else None
     found: set[str] = set()
-    for node in tree.css("a[href], area[href]"):
-        href = node.attributes.get("href")
-        if not isinstance(href, str):
+    for href in set(hrefs):
+        if not href or href[0] == "#":
             continue
-        link = _link(base, href.strip())
-        if link:
+        if href[0] == "/" or href[:8].lower().startswith(_LINK_SCHEMES):
+            # Absolute or root-relative: depends on the page's origin only, so the memo is
+            # shared by every page of a host.
+            link = _canonical_link(origin, href)
+        else:
+            link = _relative_link(base, href)
+        if link is not None:
             found.add(link)
     return tuple(sorted(found))
 
 
+_LINK_SCHEMES = ("http:", "https:")
+
+
+def _origin(url: str) -> str | None:
+    """``scheme://authority`` of an absolute http(s) URL, else ``None``.
+
+    >>> _origin("https://example.com:8443/a/b?q"), _origin("/relative")
+    ('https://example.com:8443', None)
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return None
+    end = min((i for i in (rest.find(c) for c in "/?#") if i != -1), default=len(rest))
+    return f"{scheme}://{rest[:end]}"
+
+
 @lru_cache(maxsize=65536)
-def _link(base: str | None, href: str) -> str | None:
-    """One outlink, canonicalised (memoised: a host's navigation repeats on every page)."""
-    if not href or href.startswith("#"):
+def _canonical_link(origin: str | None, href: str) -> str | None:
+    """An absolute (``http(s)://``, ``//host``) or root-relative (``/path``) link,
+    canonicalised; without an origin a root-relative link is kept, fragment removed."""
+    if href.startswith("//"):
+        if origin is None:
+            return None
+        absolute = origin.split(":", 1)[0] + ":" + href
+    elif href[0] == "/":
+        if origin is None:
+            return href.split("#", 1)[0]
+        absolute = origin + href
+    else:
+        absolute = href
+    try:
+        return canonicalise(absolute)
+    except InvalidURLError:
         return None
-    absolute = href if base is None else _resolve(base, href)
-    if absolute is None:
-        return None
-    lowered = absolute[:6].lower()
-    if not lowered.startswith(_LINK_SCHEMES):
-        if base is None and ":" not in absolute.split("/", 1)[0]:
-            return absolute.split("#", 1)[0] or None  # relative, no page URL to resolve it
+
+
+@lru_cache(maxsize=16384)
+def _relative_link(base: str | None, href: str) -> str | None:
+    """A link relative to the page (``page.html``, ``../x``, ``?q=1``) or of another scheme
+    (``mailto:``, ``javascript:``: no outlink)."""
+    head = href.split("/", 1)[0]
+    if ":" in head:
+        return None  # a scheme other than http(s)
+    if base is None:
+        return href.split("#", 1)[0] or None  # no page URL to resolve it against
+    absolute = _resolve(base, href)
+    if absolute is None or not absolute[:8].lower().startswith(_LINK_SCHEMES):
         return None
     try:
         return canonicalise(absolute)
@@ -244,8 +286,6 @@ def _link(base: str | None, href: str) -> str | None:
 
 
 def _resolve(base: str, href: str) -> str | None:
-    from urllib.parse import urljoin
-
     try:
         return urljoin(base, href)
     except ValueError:
@@ -255,4 +295,3 @@ def _resolve(base: str, href: str) -> str | None:
 def links_sha256(links: tuple[str, ...]) -> bytes:
     """SHA-256 of the sorted outlinks, one a line (UTF-8)."""
     return hashlib.sha256("\n".join(links).encode("utf-8", "surrogatepass")).digest()
-

@@ -12,13 +12,8 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
-from changewatch.fingerprint.blocks import (
-    CHROME_SELECTOR,
-    MAIN_SELECTOR,
-    is_collapsed_content,
-    segment,
-)
-from changewatch.fingerprint.policy import DEFAULT_POLICY, HIDDEN_SELECTOR, FingerprintPolicy
+from changewatch.fingerprint.blocks import segment
+from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
 from changewatch.fingerprint.regions import (
     SEPARATOR,
     PageText,
@@ -26,7 +21,8 @@ from changewatch.fingerprint.regions import (
     outlinks,
     split_regions,
 )
-from changewatch.fingerprint.volatile import strip_volatile_text
+from changewatch.fingerprint.tree import drop_invisible, prepare
+from changewatch.fingerprint.volatile import strip_label_stamps, strip_volatile_text
 
 __all__ = [
     "DEFAULT_MAX_NESTING",
@@ -150,104 +146,62 @@ def page_text(
         text = _strip(rules, normalise_text(_fallback_text(decode_html(html, content_type))))
         return PageText(text, "", ())
     tree = LexborHTMLParser(source)
-    if not _drop_invisible(tree, rules):
+    found = prepare(tree, rules)
+    if found is None:
         return PageText("", "", ())
-    links = outlinks(tree, url)
     root = tree.root
-    found = None if rules.main is None else tree.css_first(rules.main)
-    if found is not None:
-        main_ids = {found.mem_id}
-    elif rules.regions:
-        main_ids = {node.mem_id for node in tree.css(MAIN_SELECTOR)}
-    else:
-        main_ids = set()
-    chrome_ids = {node.mem_id for node in tree.css(CHROME_SELECTOR)} if rules.regions else set()
-    in_page = {node.mem_id for node in tree.css(_HEADING_ANCHORS)}
-    segments = segment(root, main_ids, chrome_ids, in_page) if root is not None else []
+    hrefs: list[str] = []
+    segments = segment(root, found.main_ids, found.chrome_ids, hrefs) if root is not None else []
+    links = outlinks(hrefs, found.base, url)
     joined = normalise_text(SEPARATOR.join(s.text for s in segments))
-    pieces = [_strip(rules, piece.strip()) for piece in joined.split(SEPARATOR)]
+    pieces = joined.split(SEPARATOR)
     if len(pieces) != len(segments):
         # The page's own U+FDD0 (a noncharacter, never interchanged): the blocks cannot be
         # told apart after normalising, so all of the text is content.
         return PageText(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
-    if found is not None or rules.regions:
+    pieces = _strip_pieces(rules, joined, pieces)
+    if found.policy_main or rules.regions:
         main = classify(
-            segments, pieces, policy_main=found is not None, template_blocks=template_blocks
+            segments, pieces, policy_main=found.policy_main, template_blocks=template_blocks
         )
     else:
         main = [True] * len(segments)
     content, chrome, blocks = split_regions(
         segments, pieces, main, volatile_blocks=volatile_blocks, with_blocks=with_blocks
     )
-    return PageText(content, "" if rules.boilerplate else chrome, links, blocks, bool(main_ids))
+    return PageText(
+        content, "" if rules.boilerplate else chrome, links, blocks, bool(found.main_ids)
+    )
 
 
-#: A heading linked to its own fragment (``<h2><a href="#terms">Terms</a></h2>``) is content,
-#: not a link list; other in-page links ("skip to content") count as links.
-_HEADING_ANCHORS = ", ".join(f'h{level} a[href^="#"]' for level in range(1, 7))
+def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:
+    """Each block's text stripped of spaces at its ends and of its volatile stamps; blocks
+    without ``:`` or ``ago`` (where every default stamp is anchored) are not looked at."""
+    if rules._volatile_re is None and (
+        not rules._label_stamps or (":" not in joined and "ago" not in joined)
+    ):
+        return [piece.strip() for piece in pieces]
+    if rules._volatile_re is None:
+        return [
+            strip_label_stamps(piece.strip()) if ":" in piece or "ago" in piece else piece.strip()
+            for piece in pieces
+        ]
+    return [_strip(rules, piece.strip()) for piece in pieces]
 
 
 def _strip(rules: FingerprintPolicy, text: str) -> str:
-    return strip_volatile_text(text, rules._volatile_re, default=rules._label_stamps, collapsed=True)
+    return strip_volatile_text(
+        text, rules._volatile_re, default=rules._label_stamps, collapsed=True
+    )
 
 
 def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
     """The raw visible text of a parsed page: invisible elements dropped, nothing else
     (the floor ``benchmarks/fingerprint.py`` measures against)."""
-    if not _drop_invisible(tree, rules):
+    if not drop_invisible(tree, rules):
         return ""
     root = tree.root
     return root.text(separator=" ", skip_empty=True) if root is not None else ""
-
-
-def _drop_invisible(tree: LexborHTMLParser, rules: FingerprintPolicy) -> bool:
-    """Remove what is never text: scripts, styles…, the policy's ignored selectors, and hidden
-    elements that are not collapsed content. ``False`` if nothing on the page is shown."""
-    root = tree.root
-    top = None if root is None else root.mem_id
-    if not _drop(tree.css(rules._strip_selector), top):
-        return False
-    if rules._drop_selector is not None and not _drop(tree.css(rules._drop_selector), top):
-        return False  # a policy that ignores the root element (ignore = ["html"]) keeps nothing
-    hidden = tree.css(HIDDEN_SELECTOR)
-    return _drop_hidden_noise(tree, hidden, top) if hidden else True
-
-
-def _drop_hidden_noise(tree: LexborHTMLParser, hidden: list[Any], top: int | None) -> bool:
-    """Remove the hidden elements that are noise, not collapsed content
-    (:func:`~changewatch.fingerprint.blocks.is_collapsed_content`); ``False`` if the root
-    element is hidden noise (nothing on the page is shown).
-
-    Innermost first, so that a hidden icon label inside a hidden accordion panel goes and
-    the panel, judged on what is left, stays.
-    """
-    controlled: set[str] = set()
-    for node in tree.css("[aria-controls]"):
-        value = node.attributes.get("aria-controls")
-        if isinstance(value, str):
-            controlled.update(value.split())
-    for node in reversed(hidden):
-        if node.tag != "input":
-            attributes = node.attributes
-            ident = attributes.get("id")
-            text = node.text(separator=" ", skip_empty=True)
-            if is_collapsed_content(text, ident in controlled, attributes.get("role"), node.tag):
-                continue
-        if node.mem_id == top:
-            return False
-        node.decompose()
-    return True
-
-
-def _drop(nodes: list[Any], top: int | None) -> bool:
-    """Remove ``nodes`` from the tree, last first (a descendant goes before the ancestor
-    holding it); ``False``, removing nothing, if the root element (``mem_id`` ``top``) is
-    among them: lexbor refuses to remove it, and all of the page would go."""
-    if top is not None and any(node.mem_id == top for node in nodes):
-        return False
-    for node in reversed(nodes):
-        node.decompose()
-    return True
 
 
 def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:

@@ -58,7 +58,7 @@ DEFAULT_VOLATILE_PATTERNS: tuple[str, ...] = (
 LABEL_WORDS = frozenset(
     "updated update generated rendered built build refreshed refresh modified changed edited "
     "posted published created uploaded fetched retrieved cached served checked synced "
-    "replied commented wrote joined timestamp today yesterday now".split()
+    "replied commented wrote joined time timestamp today yesterday now".split()
 )
 #: How many words (stamp-like words of other stamps not counted) may stand between a label
 #: word and its stamp: "rendered by node-7 at 12:00", "last modified on 1 march 2026 12:00".
