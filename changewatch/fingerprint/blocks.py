@@ -70,6 +70,9 @@ CHROME_SELECTOR = (
     "[aria-label*='cookie' i], [aria-label*='consent' i]"
 )
 _SECTIONING_TAGS = frozenset({"article", "aside", "main", "nav", "section"})
+# What the walk tells apart, as bits of the kind of a lexbor tag id (_tag_ids).
+_BLOCK, _LINK, _SECTIONING, _HEADING = 1, 2, 4, 8
+_TEXT, _OTHER = 16, 32
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LINK_TAGS = frozenset({"a", "area"})
 _PAGE_LEVEL_ONLY = frozenset({"header", "footer"})
@@ -120,98 +123,99 @@ def segment(
     ``main_ids``/``chrome_ids``: ``mem_id`` of the elements matching :data:`MAIN_SELECTOR`
     and :data:`CHROME_SELECTOR`. The ``href`` of every ``a`` and ``area`` met is appended to
     ``hrefs``. A heading's link to a fragment of the page (its own anchor) is not counted as
-    link text: the heading is content, not a link list. Comments are skipped; the caller has removed invisible elements. The walk follows
-    ``child``/``next`` pointers with an explicit stack (cheaper than per-element iterators,
-    and nesting is bounded only by the caller's guard: thousands of levels).
+    link text: the heading is content, not a link list. Comments are skipped; the caller
+    has removed invisible elements. A chrome landmark with no main marker inside is read as
+    one block, by lexbor in C (its parts change together, and one learned key covers it).
+
+    The walk follows ``child``/``next`` pointers with an explicit stack and tells elements
+    apart by lexbor's integer tag ids: it is the one Python step per node of fingerprinting,
+    so it does as little as it can (nesting is bounded only by the caller's guard).
     """
     out: list[Segment] = []
     buffer: list[str] = []
     link_chars = 0
     path = root.tag or ""
     mark = NONE
-    sectioning = 0
-    headings = 0
-    links = 0
+    sectioning = headings = links = 0
     marked = bool(main_ids or chrome_ids)
     found = [] if hrefs is None else hrefs
-    # Per open element: the element, what it opened (1 block, 2 link, 4 sectioning), and the
-    # path and mark to restore when it closes.
+    kinds = _KINDS
+    # Per open element: the element, what it opened (_BLOCK, _LINK, _SECTIONING, _HEADING
+    # bits), and the path and mark to restore when it closes.
     stack: list[tuple[Any, int, str, int]] = []
     node = root.child
     while node is not None:
-        tag = node.tag
-        following = None
-        if tag == "-text":
+        tag_id = node.tag_id
+        kind = kinds.get(tag_id, -1)
+        if kind < 0:
+            kind = _kind_of(node.tag)
+            if tag_id < _FIXED_IDS:
+                kinds[tag_id] = kind
+        if kind == _TEXT:
             text = node.text_content
             if text and not text.isspace():
                 buffer.append(text)
                 if links:
                     link_chars += len(text)
             following = node.next
-        elif tag[0] == "-":
+        elif kind == _OTHER:
             following = node.next  # comments, processing instructions
         else:
             first = node.child
-            if tag in BLOCK_TAGS:
+            opened = 0
+            if kind & _BLOCK or (marked and (node.mem_id in main_ids or node.mem_id in chrome_ids)):
                 if buffer:
                     out.append(Segment(path, " ".join(buffer), mark, link_chars))
                     buffer, link_chars = [], 0
-                if first is not None and (tag == "p" or (marked and node.mem_id in chrome_ids)):
-                    state = (mark, sectioning, links)
-                    whole = _whole_block(node, tag, path, state, main_ids, chrome_ids, found)
-                    if whole is not None:
-                        if whole.text:
-                            out.append(whole)
-                        first = None  # read in one call: do not walk its subtree
                 if first is not None:
-                    stack.append((node, 1, path, mark))
-                    if marked:
-                        mark, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
-                        path = f"{path}/{step}"
+                    tag = node.tag
+                    if marked and (node.mem_id in main_ids or node.mem_id in chrome_ids):
+                        inner, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
+                        if inner == CHROME and mark != CHROME:
+                            whole = _whole_landmark(node, f"{path}/{step}", found)
+                            if whole is not None:
+                                if whole.text:
+                                    out.append(whole)
+                                first = None
                     else:
-                        path = f"{path}/{tag}"
-            elif first is not None:
-                if marked and (node.mem_id in main_ids or node.mem_id in chrome_ids):
-                    # An inline element can carry a landmark role or a main marker too.
-                    if buffer:
-                        out.append(Segment(path, " ".join(buffer), mark, link_chars))
-                        buffer, link_chars = [], 0
-                    stack.append((node, 1, path, mark))
-                    mark, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
-                    path = f"{path}/{step}"
-                else:
-                    stack.append((node, 0, path, mark))
-            if tag in _LINK_TAGS:
+                        inner, step = mark, tag
+                    if first is not None:
+                        stack.append((node, _BLOCK, path, mark))
+                        opened = _BLOCK
+                        mark, path = inner, f"{path}/{step}"
+            if kind & _LINK:
                 href = _href(node, found)
                 if first is not None and not (headings and href.startswith("#")):
                     links += 1
-                    stack[-1] = (node, stack[-1][1] | 2, stack[-1][2], stack[-1][3])
+                    opened |= _LINK
             if first is not None:
-                opened = stack[-1][1]
-                if tag in _SECTIONING_TAGS:
+                if kind & _SECTIONING:
                     sectioning += 1
-                    opened |= 4
-                elif tag in _HEADING_TAGS:
+                    opened |= _SECTIONING
+                elif kind & _HEADING:
                     headings += 1
-                    opened |= 8
-                if opened != stack[-1][1]:
+                    opened |= _HEADING
+                if opened & _BLOCK:
                     stack[-1] = (node, opened, stack[-1][2], stack[-1][3])
+                else:
+                    stack.append((node, opened, path, mark))
                 node = first
                 continue
             following = node.next
         while following is None and stack:
             element, opened, saved_path, saved_mark = stack.pop()
-            if opened & 1:
-                if buffer:
-                    out.append(Segment(path, " ".join(buffer), mark, link_chars))
-                    buffer, link_chars = [], 0
-                path, mark = saved_path, saved_mark
-            if opened & 2:
-                links -= 1
-            if opened & 4:
-                sectioning -= 1
-            if opened & 8:
-                headings -= 1
+            if opened:
+                if opened & _BLOCK:
+                    if buffer:
+                        out.append(Segment(path, " ".join(buffer), mark, link_chars))
+                        buffer, link_chars = [], 0
+                    path, mark = saved_path, saved_mark
+                if opened & _LINK:
+                    links -= 1
+                if opened & _SECTIONING:
+                    sectioning -= 1
+                if opened & _HEADING:
+                    headings -= 1
             following = element.next
         node = following
     if buffer:
@@ -229,42 +233,15 @@ def _href(node: Any, hrefs: list[str]) -> str:
     return href
 
 
-def _whole_block(
-    node: Any,
-    tag: str,
-    path: str,
-    state: tuple[int, int, int],
-    main_ids: set[int],
-    chrome_ids: set[int],
-    hrefs: list[str],
-) -> Segment | None:
-    """A block read in one call of lexbor's text extraction instead of a walk, or ``None``.
-
-    A ``p`` holds phrasing content only (HTML §13.2.6.4.7: the parser closes it at any block
-    start tag), so it is one block; a chrome landmark with no main marker inside is one block
-    of chrome (its parts change together, and a learned key covers the landmark).
-    """
-    mark, sectioning, inside_link = state
-    key = node.mem_id
-    if key in main_ids:
-        return None
-    if tag == "p":
-        if key in chrome_ids:
-            return None
-        text = node.text(separator=" ", skip_empty=True)
-        links = 0
-        for link in node.css("a, area"):
-            _href(link, hrefs)
-            if not inside_link:
-                links += len(link.text(separator=" ", skip_empty=True))
-        return Segment(f"{path}/p", text, mark, len(text) if inside_link else links)
-    new_mark, step = _entered(node, tag, mark, sectioning, main_ids, chrome_ids)
-    if new_mark != CHROME or node.css_first(MAIN_SELECTOR) is not None:
+def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
+    """A chrome landmark read in one call of lexbor's text extraction, or ``None`` when a
+    main marker sits inside it (then it is walked, so that the marker is seen)."""
+    if node.css_first(MAIN_SELECTOR) is not None:
         return None
     for link in node.css("a, area"):
         _href(link, hrefs)
     text = node.text(separator=" ", skip_empty=True)
-    return Segment(f"{path}/{step}", text, CHROME, len(text))
+    return Segment(path, text, CHROME, len(text))
 
 
 def _entered(
@@ -281,3 +258,22 @@ def _entered(
         return mark, tag
     role = _role(node)
     return mark, f"{tag}[{role}]" if role else tag
+
+
+def _kind_of(tag: str) -> int:
+    """What the walk needs to know of a tag (bits), by its name."""
+    if tag[0] == "-":
+        return _TEXT if tag == "-text" else _OTHER
+    return (
+        (_BLOCK if tag in BLOCK_TAGS else 0)
+        | (_LINK if tag in _LINK_TAGS else 0)
+        | (_SECTIONING if tag in _SECTIONING_TAGS else 0)
+        | (_HEADING if tag in _HEADING_TAGS else 0)
+    )
+
+
+#: lexbor tag id → :func:`_kind_of` its name, filled as tags are met. Only the fixed ids of
+#: the HTML tags lexbor knows (small integers) are kept: an unknown element's id is made per
+#: document and is never a block, link, section or heading.
+_KINDS: dict[int, int] = {}
+_FIXED_IDS = 1 << 16

@@ -176,17 +176,21 @@ def page_text(
 
 def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:
     """Each block's text stripped of spaces at its ends and of its volatile stamps; blocks
-    without ``:`` or ``ago`` (where every default stamp is anchored) are not looked at."""
-    if rules._volatile_re is None and (
-        not rules._label_stamps or (":" not in joined and "ago" not in joined)
-    ):
+    without ``:`` and a digit or " ago" (where every default stamp is anchored) are not
+    looked at."""
+    if rules._volatile_re is not None:
+        return [_strip(rules, piece.strip()) for piece in pieces]
+    if not rules._label_stamps or _ANCHOR_RE.search(joined) is None:
         return [piece.strip() for piece in pieces]
-    if rules._volatile_re is None:
-        return [
-            strip_label_stamps(piece.strip()) if ":" in piece or "ago" in piece else piece.strip()
-            for piece in pieces
-        ]
-    return [_strip(rules, piece.strip()) for piece in pieces]
+    anchor = _ANCHOR_RE.search
+    return [
+        strip_label_stamps(piece.strip()) if anchor(piece) is not None else piece.strip()
+        for piece in pieces
+    ]
+
+
+#: Every default stamp holds a time (``:`` then a digit) or a relative age (``ago``).
+_ANCHOR_RE = re.compile(r":\d|\bago\b")
 
 
 def _strip(rules: FingerprintPolicy, text: str) -> str:
