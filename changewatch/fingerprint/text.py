@@ -16,6 +16,7 @@ from changewatch.fingerprint.blocks import segment
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
 from changewatch.fingerprint.regions import (
     SEPARATOR,
+    Block,
     PageText,
     classify,
     outlinks,
@@ -150,6 +151,8 @@ def page_text(
     if found is None:
         return PageText("", "", ())
     root = tree.root
+    if not rules.regions and not found.policy_main:
+        return _flat_text(tree, rules, url, with_blocks)
     hrefs: list[str] = []
     segments = segment(root, found.main_ids, found.chrome_ids, hrefs) if root is not None else []
     links = outlinks(hrefs, found.base, url)
@@ -172,6 +175,33 @@ def page_text(
     return PageText(
         content, "" if rules.boilerplate else chrome, links, blocks, bool(found.main_ids)
     )
+
+
+def _flat_text(
+    tree: LexborHTMLParser, rules: FingerprintPolicy, url: str | None, with_blocks: bool
+) -> PageText:
+    """``regions = false``: all visible text is content, read by lexbor in one call (the
+    speed of version 3), stamps judged with the whole text as one block. The blocks, when
+    asked for, are still walked (for their keys); learned noise needs regions."""
+    root = tree.root
+    if root is None:
+        return PageText("", "", ())
+    text = _strip(rules, normalise_text(root.text(separator=" ", skip_empty=True)))
+    hrefs = [
+        href.strip()
+        for node in tree.css("a[href], area[href]")
+        if isinstance(href := node.attributes.get("href"), str)
+    ]
+    base_node = tree.css_first("base[href]")
+    base = base_node.attributes.get("href") if base_node is not None else None
+    links = outlinks(hrefs, base.strip() if isinstance(base, str) else None, url)
+    blocks: tuple[Block, ...] = ()
+    if with_blocks:
+        segments = segment(root, set(), set())
+        texts = [normalise_text(s.text) for s in segments]
+        pieces = _strip_pieces(rules, " ".join(texts), texts)
+        blocks = split_regions(segments, pieces, [True] * len(segments), with_blocks=True)[2]
+    return PageText(text, "", links, blocks)
 
 
 def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:

@@ -149,7 +149,7 @@ def _labelled(tokens: list[str], start: int) -> bool:
     while at >= 0 and len(seen) < LABEL_WINDOW:
         token = tokens[at]
         at -= 1
-        if _stamp_like(token) and token.strip(_PUNCTUATION) not in ("at", "on", "a", "an"):
+        if _stamp_like(token):
             continue
         word = token.strip(_PUNCTUATION)
         if word in LABEL_WORDS:

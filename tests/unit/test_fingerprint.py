@@ -744,11 +744,14 @@ def test_regions_split_content_from_chrome_and_boilerplate_leaves_chrome_out() -
 
 
 def test_regions_on_deeply_nested_headers() -> None:
-    """2,000 nested page-level headers are chrome, and the paragraph after them content."""
-    page = "<header>h" * 2000 + "</header>" * 2000 + "<p>kept</p>"
-    parts = page_text(page)
+    """2,000 nested page-level headers are chrome beside a main region; without a main
+    marker the headers outweigh the rest, the landmarks are not trusted, all is content."""
+    headers = "<header>h" * 2000 + "</header>" * 2000
+    parts = page_text(headers + "<main><p>kept</p></main>")
     assert parts.content == "kept"
     assert parts.chrome == " ".join(["h"] * 2000)
+    flat = page_text(headers + "<p>kept</p>")
+    assert (flat.content, flat.chrome) == (" ".join(["h"] * 2000) + " kept", "")
 
 
 @pytest.mark.parametrize(
