@@ -50,7 +50,7 @@ NONE, MAIN, CHROME = 0, 1, 2
 BLOCK_TAGS = frozenset(
     "address article aside blockquote body caption center dd details dialog dir div dl dt "
     "fieldset figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr html legend li "
-    "main menu nav ol option p pre section summary table tbody td tfoot th thead tr ul "
+    "main menu nav ol option p pre section summary table tbody td tfoot th thead title tr ul "
     "button select textarea".split()
 )
 
@@ -238,10 +238,11 @@ def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
     main marker sits inside it (then it is walked, so that the marker is seen)."""
     if node.css_first(MAIN_SELECTOR) is not None:
         return None
+    links = 0
     for link in node.css("a, area"):
         _href(link, hrefs)
-    text = node.text(separator=" ", skip_empty=True)
-    return Segment(path, text, CHROME, len(text))
+        links += len(link.text(separator=" ", skip_empty=True))
+    return Segment(path, node.text(separator=" ", skip_empty=True), CHROME, links)
 
 
 def _entered(

@@ -22,9 +22,10 @@ How a block (:mod:`~changewatch.fingerprint.blocks`) is classified, first rule t
    the caller says stands on many of the host's pages (``template_blocks``), and every other
    block is **main**.
 
-If, without an explicit main marker, the main blocks hold less than a quarter of the page's
-words, the landmarks are not trusted and every block is main: where no main region can be
-told apart, all visible text is content.
+If, without an explicit main marker, a landmark holds prose while the main blocks hold less
+than a quarter of the page's words, the landmarks are not trusted (a whole page inside a
+dialog or a header) and every block is main: where no main region can be told apart, all
+visible text is content.
 """
 
 from __future__ import annotations
@@ -152,12 +153,22 @@ def classify(
         else:
             out.append(True)
     if not marked and segments:
-        words = [text.count(" ") + 1 for text in pieces if text]
-        total = sum(words)
-        main_words = sum(
-            text.count(" ") + 1 for text, main in zip(pieces, out, strict=True) if main and text
-        )
-        if main_words < MIN_MAIN_SHARE * total:
+        # Landmarks holding prose while the rest holds little: the page may sit inside one
+        # (a whole page in a dialog or a header); trust no region then.
+        main_words = chrome_words = 0
+        chrome_prose = False
+        for seg, text, main in zip(segments, pieces, out, strict=True):
+            if not text:
+                continue
+            words = text.count(" ") + 1
+            if main:
+                main_words += words
+            else:
+                chrome_words += words
+                chrome_prose = chrome_prose or (
+                    seg.mark == CHROME and _is_prose(text, seg.link_chars)
+                )
+        if chrome_prose and main_words < MIN_MAIN_SHARE * (main_words + chrome_words):
             return [True] * len(segments)
     return out
 
