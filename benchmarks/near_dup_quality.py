@@ -243,7 +243,7 @@ def _in_paragraph(page: bytes, sentence: bytes, rng: random.Random) -> bytes | N
 def prose_variants(page: bytes, seed: int) -> list[tuple[str, bytes, bytes]]:
     """(d): the page with a sentence holding a time or date, before and after its edit."""
     out = []
-    for kind, (sentence, old, new) in enumerate(_PROSE_EDITS):
+    for sentence, old, new in _PROSE_EDITS:
         before = _in_paragraph(page, sentence.encode(), random.Random(seed))
         after = _in_paragraph(page, sentence.replace(old, new).encode(), random.Random(seed))
         if before is not None and after is not None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -83,7 +84,7 @@ def steps() -> Iterator[Step]:
         folder = CORPUS / "pages" / page["slug"]
         with (folder / "versions.tsv").open() as handle:
             versions = list(csv.DictReader(handle, delimiter="\t"))
-        for previous, current in zip(versions, versions[1:], strict=False):
+        for previous, current in itertools.pairwise(versions):
             yield Step(
                 f"seq:{page['slug']}:{current['n']}",
                 page["url"],
@@ -180,42 +181,48 @@ def measure(selected: list[Step]) -> dict[str, dict[str, Tally]]:
             cache[path] = gzip.decompress(path.read_bytes())
         return cache[path]
 
-    out: dict[str, dict[str, Tally]] = {}
-    for method, run in METHODS.items():
-        tallies = {"sequences": Tally(), "pairs": Tally(), "all": Tally()}
-        hashes: dict[Path, tuple[bytes, ...]] = {}
+    return {method: _measure_method(run, selected, read) for method, run in METHODS.items()}
 
-        def hashed(path: Path, url: str, tally: Tally) -> tuple[bytes, ...]:
-            if path not in hashes:
-                page = read(path)
-                started = time.perf_counter()
-                hashes[path] = run(page, url)  # noqa: B023 — used inside the loop only
-                tally.times_ms.append(1000 * (time.perf_counter() - started))
-            return hashes[path]
 
-        for step in selected:
-            group = tallies["sequences" if step.name.startswith("seq:") else "pairs"]
-            before = hashed(step.before, step.url, tallies["all"])
-            after = hashed(step.after, step.url, tallies["all"])
-            same = before[0] == after[0]
-            for tally in (group, tallies["all"]):
-                if step.label == "0":
-                    tally.noise += 1
-                    tally.noise_unchanged += same
-                    if not same:
-                        tally.noise_changed.append(step.name)
-                elif step.label == "1":
-                    tally.edits += 1
-                    if same:
-                        tally.edits_missed.append(step.name)
-                elif step.label == "markup":
-                    tally.markup += 1
-                    tally.markup_changed += not same
-                if same and len(before) > 1:
-                    tally.chrome_flagged += before[1] != after[1]
-                    tally.links_flagged += before[2] != after[2]
-        out[method] = tallies
-    return out
+def _measure_method(
+    run: Callable[[bytes, str], tuple[bytes, ...]],
+    selected: list[Step],
+    read: Callable[[Path], bytes],
+) -> dict[str, Tally]:
+    """One method's tallies; each capture is hashed once (and timed once)."""
+    tallies = {"sequences": Tally(), "pairs": Tally(), "all": Tally()}
+    hashes: dict[Path, tuple[bytes, ...]] = {}
+
+    def hashed(path: Path, url: str) -> tuple[bytes, ...]:
+        if path not in hashes:
+            page = read(path)
+            started = time.perf_counter()
+            hashes[path] = run(page, url)
+            tallies["all"].times_ms.append(1000 * (time.perf_counter() - started))
+        return hashes[path]
+
+    for step in selected:
+        group = tallies["sequences" if step.name.startswith("seq:") else "pairs"]
+        before = hashed(step.before, step.url)
+        after = hashed(step.after, step.url)
+        same = before[0] == after[0]
+        for tally in (group, tallies["all"]):
+            if step.label == "0":
+                tally.noise += 1
+                tally.noise_unchanged += same
+                if not same:
+                    tally.noise_changed.append(step.name)
+            elif step.label == "1":
+                tally.edits += 1
+                if same:
+                    tally.edits_missed.append(step.name)
+            elif step.label == "markup":
+                tally.markup += 1
+                tally.markup_changed += not same
+            if same and len(before) > 1:
+                tally.chrome_flagged += before[1] != after[1]
+                tally.links_flagged += before[2] != after[2]
+    return tallies
 
 
 def _rate(hit: int, total: int) -> str:

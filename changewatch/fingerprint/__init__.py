@@ -57,8 +57,8 @@ from changewatch.fingerprint.policy import (
     HIDDEN_SELECTOR,
     FingerprintPolicy,
 )
-from changewatch.fingerprint.regions import Block, PageText, block_shape
 from changewatch.fingerprint.records import canonical_json, fingerprint_record
+from changewatch.fingerprint.regions import Block, PageText, block_shape
 from changewatch.fingerprint.simhash64 import (
     MAX_FEATURE_WEIGHT,
     feature_hash,

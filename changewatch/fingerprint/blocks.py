@@ -48,10 +48,60 @@ NONE, MAIN, CHROME = 0, 1, 2
 #: Elements laid out as their own box (HTML Living Standard §15.3.3 "flow content" rendered
 #: ``display: block``, plus table cells and rows, list items and form controls' containers).
 BLOCK_TAGS = frozenset(
-    "address article aside blockquote body caption center dd details dialog dir div dl dt "
-    "fieldset figcaption figure footer form h1 h2 h3 h4 h5 h6 header hgroup hr html legend li "
-    "main menu nav ol option p pre section summary table tbody td tfoot th thead title tr ul "
-    "button select textarea".split()
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "option",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "ul",
+        "button",
+        "select",
+        "textarea",
+    ]
 )
 
 #: Explicit markers of a page's main content (HTML §4.3.1 ``article``, §4.4.14 ``main``;
@@ -102,7 +152,7 @@ def is_collapsed_content(text: str, controlled: bool, role: str | None, tag: str
     False
     >>> is_collapsed_content("Refunds", True, None, "div")
     True
-    >>> is_collapsed_content("We keep your data for thirty days after you leave.", False, None, "div")
+    >>> is_collapsed_content("We keep your data for thirty days after you go.", False, None, "p")
     True
     """
     if controlled or tag == "details" or (role or "").strip().lower() == "tabpanel":
@@ -152,6 +202,8 @@ def segment(
             if tag_id < _FIXED_IDS:
                 kinds[tag_id] = kind
         if kind == _TEXT:
+            # Text nodes join with a space, as in version 3: a link added around words of a
+            # sentence changes the text (the corpus labels such steps real edits).
             text = node.text_content
             if text and not text.isspace():
                 buffer.append(text)
@@ -165,7 +217,7 @@ def segment(
             opened = 0
             if kind & _BLOCK or (marked and (node.mem_id in main_ids or node.mem_id in chrome_ids)):
                 if buffer:
-                    out.append(Segment(path, " ".join(buffer), mark, link_chars))
+                    _flush(out, path, buffer, mark, link_chars)
                     buffer, link_chars = [], 0
                 if first is not None:
                     tag = node.tag
@@ -207,7 +259,7 @@ def segment(
             if opened:
                 if opened & _BLOCK:
                     if buffer:
-                        out.append(Segment(path, " ".join(buffer), mark, link_chars))
+                        _flush(out, path, buffer, mark, link_chars)
                         buffer, link_chars = [], 0
                     path, mark = saved_path, saved_mark
                 if opened & _LINK:
@@ -219,8 +271,13 @@ def segment(
             following = element.next
         node = following
     if buffer:
-        out.append(Segment(path, " ".join(buffer), mark, link_chars))
+        _flush(out, path, buffer, mark, link_chars)
     return out
+
+
+def _flush(out: list[Segment], path: str, buffer: list[str], mark: int, link_chars: int) -> None:
+    """Close the run of text in ``buffer`` as a segment."""
+    out.append(Segment(path, " ".join(buffer), mark, link_chars))
 
 
 def _href(node: Any, hrefs: list[str]) -> str:

@@ -34,8 +34,8 @@ import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import urljoin
 from typing import Literal
+from urllib.parse import urljoin
 
 from changewatch.errors import InvalidURLError
 from changewatch.fingerprint.blocks import CHROME, MAIN, Segment
@@ -146,9 +146,11 @@ def classify(
             out.append(False)
         elif _is_prose(text, seg.link_chars):
             out.append(True)
-        elif marked or 2 * seg.link_chars > len(text):
-            out.append(False)
-        elif template_blocks and _hash8(text) in template_blocks:
+        elif (
+            marked
+            or 2 * seg.link_chars > len(text)
+            or (template_blocks and _hash8(text) in template_blocks)
+        ):
             out.append(False)
         else:
             out.append(True)

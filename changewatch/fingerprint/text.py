@@ -6,13 +6,12 @@ import html as html_lib
 import re
 import unicodedata
 from collections.abc import Collection
-from typing import Any
 
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
-from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
 from changewatch.fingerprint.blocks import segment
+from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
 from changewatch.fingerprint.regions import (
     SEPARATOR,
@@ -23,7 +22,7 @@ from changewatch.fingerprint.regions import (
     split_regions,
 )
 from changewatch.fingerprint.tree import drop_invisible, prepare
-from changewatch.fingerprint.volatile import strip_label_stamps, strip_volatile_text
+from changewatch.fingerprint.volatile import ANCHOR_RE, strip_label_stamps, strip_volatile_text
 
 __all__ = [
     "DEFAULT_MAX_NESTING",
@@ -210,17 +209,13 @@ def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> l
     looked at."""
     if rules._volatile_re is not None:
         return [_strip(rules, piece.strip()) for piece in pieces]
-    if not rules._label_stamps or _ANCHOR_RE.search(joined) is None:
+    if not rules._label_stamps or ANCHOR_RE.search(joined) is None:
         return [piece.strip() for piece in pieces]
-    anchor = _ANCHOR_RE.search
+    anchor = ANCHOR_RE.search
     return [
         strip_label_stamps(piece.strip()) if anchor(piece) is not None else piece.strip()
         for piece in pieces
     ]
-
-
-#: Every default stamp holds a time (``:`` then a digit) or a relative age (``ago``).
-_ANCHOR_RE = re.compile(r":\d|\bago\b")
 
 
 def _strip(rules: FingerprintPolicy, text: str) -> str:

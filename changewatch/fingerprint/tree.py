@@ -29,6 +29,7 @@ _MARKER_SELECTOR = (
 )
 _EVERYTHING_SELECTOR = f"{_INVISIBLE_SELECTOR}, {_MARKER_SELECTOR}"
 _MAIN_TAGS = frozenset({"main", "article"})
+_NOTICE_TAGS = frozenset({"div", "section", "aside", "form", "dialog", "header", "footer"})
 _MAIN_ROLES = frozenset({"main", "article"})
 _REGION_TAGS = frozenset({"main", "article", "nav", "aside", "header", "footer", "dialog"})
 _REGION_ROLES = frozenset(
@@ -129,10 +130,13 @@ def _record(node: Any, tag: str, attributes: dict[str, str | None], out: Structu
 
 
 def _is_marked_chrome(tag: str, attributes: dict[str, str | None]) -> bool:
-    """``aria-modal=true`` or an id or class naming a cookie or consent notice."""
+    """``aria-modal=true``, or a container whose id or class names a cookie or consent notice
+    (containers only: a heading's anchor id "why-we-use-cookies" is content)."""
     modal = attributes.get("aria-modal")
     if isinstance(modal, str) and modal.strip().lower() == "true":
         return True
+    if tag not in _NOTICE_TAGS:
+        return False
     for name in ("id", "class"):
         value = attributes.get(name)
         if isinstance(value, str):

@@ -3,12 +3,14 @@
 Pure functions over case-folded, whitespace-collapsed text; no I/O.
 
 A stamp of :data:`DEFAULT_VOLATILE_PATTERNS` is volatile only where it stands as a *label*
-(version 4): in a block that is mostly the stamp (twice as long as the rest of it) ("12:05", "Mon, 01 Mar 2026 12:00:00 GMT"),
-or after a label word ("updated", "generated", "as of", "last modified", "posted"… within
-:data:`LABEL_WINDOW` words before it). Inside prose it is content: "in the final 4:29 of
-regulation" becoming "4:20" is an edit. :func:`strip_label_stamps` finds stamps as maximal
-runs of stamp-like words (a digit, a unit, a zone, a month, "at", "ago"…) that hold a match of
-the patterns, so that removing one can never join its neighbours into a new one: one pass,
+(version 4): in a block that is mostly the stamp (twice as long as the rest of it: "12:05",
+"Mon, 01 Mar 2026 12:00:00 GMT"), or after a label word ("updated", "generated", "as of",
+"last modified", "posted"… within :data:`LABEL_WINDOW` words before it). Inside prose it is
+content: "in the final 4:29 of regulation" becoming "4:20" is an edit. A date on its own is
+content too, unless a revision label stands right before it ("Last updated: 3 March 2026",
+:data:`DATE_LABEL_WORDS`). :func:`strip_label_stamps` finds stamps as maximal runs of
+stamp-like words (a digit, a unit, a zone, a month, "at", "ago"…) that hold a match of the
+patterns, so that removing one can never join its neighbours into a new one: one pass,
 linear time, idempotent. Patterns a policy adds are removed everywhere, as before.
 """
 
@@ -17,6 +19,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ANCHOR_RE",
+    "DATE_LABEL_WORDS",
     "DEFAULT_VOLATILE_PATTERNS",
     "LABEL_WINDOW",
     "LABEL_WORDS",
@@ -56,24 +60,165 @@ DEFAULT_VOLATILE_PATTERNS: tuple[str, ...] = (
 
 #: Words that make the stamp after them a label (case-folded; ``"as of"`` is matched as a pair).
 LABEL_WORDS = frozenset(
-    "updated update generated rendered built build refreshed refresh modified changed edited "
-    "posted published created uploaded fetched retrieved cached served checked synced "
-    "replied commented wrote joined time timestamp today yesterday now".split()
+    [
+        "updated",
+        "update",
+        "generated",
+        "rendered",
+        "built",
+        "build",
+        "refreshed",
+        "refresh",
+        "modified",
+        "changed",
+        "edited",
+        "posted",
+        "published",
+        "created",
+        "uploaded",
+        "fetched",
+        "retrieved",
+        "cached",
+        "served",
+        "checked",
+        "synced",
+        "replied",
+        "commented",
+        "wrote",
+        "joined",
+        "time",
+        "timestamp",
+        "today",
+        "yesterday",
+        "now",
+    ]
 )
 #: How many words (stamp-like words of other stamps not counted) may stand between a label
 #: word and its stamp: "rendered by node-7 at 12:00", "last modified on 1 march 2026 12:00".
 LABEL_WINDOW = 3
 
 _STAMP_WORDS = frozenset(
-    "at on a an am pm a.m. p.m. a.m p.m ago z utc gmt cet cest bst est edt cst cdt mst mdt pst "
-    "pdt ist jst t sec secs second seconds min mins minute minutes hr hrs hour hours day days "
-    "week weeks month months year years jan january feb february mar march apr april may jun "
-    "june jul july aug august sep sept september oct october nov november dec december mon "
-    "monday tue tues tuesday wed wednesday thu thur thurs thursday fri friday sat saturday sun "
-    "sunday st nd rd th -".split()
+    [
+        "at",
+        "on",
+        "a",
+        "an",
+        "am",
+        "pm",
+        "a.m.",
+        "p.m.",
+        "a.m",
+        "p.m",
+        "ago",
+        "z",
+        "utc",
+        "gmt",
+        "cet",
+        "cest",
+        "bst",
+        "est",
+        "edt",
+        "cst",
+        "cdt",
+        "mst",
+        "mdt",
+        "pst",
+        "pdt",
+        "ist",
+        "jst",
+        "t",
+        "sec",
+        "secs",
+        "second",
+        "seconds",
+        "min",
+        "mins",
+        "minute",
+        "minutes",
+        "hr",
+        "hrs",
+        "hour",
+        "hours",
+        "day",
+        "days",
+        "week",
+        "weeks",
+        "month",
+        "months",
+        "year",
+        "years",
+        "jan",
+        "january",
+        "feb",
+        "february",
+        "mar",
+        "march",
+        "apr",
+        "april",
+        "may",
+        "jun",
+        "june",
+        "jul",
+        "july",
+        "aug",
+        "august",
+        "sep",
+        "sept",
+        "september",
+        "oct",
+        "october",
+        "nov",
+        "november",
+        "dec",
+        "december",
+        "mon",
+        "monday",
+        "tue",
+        "tues",
+        "tuesday",
+        "wed",
+        "wednesday",
+        "thu",
+        "thur",
+        "thurs",
+        "thursday",
+        "fri",
+        "friday",
+        "sat",
+        "saturday",
+        "sun",
+        "sunday",
+        "st",
+        "nd",
+        "rd",
+        "th",
+        "-",
+    ]
 )
 _PUNCTUATION = ".,;:()[]|·•-–—/"
 _DEFAULT_RE = re.compile("|".join(f"(?:{p})" for p in DEFAULT_VOLATILE_PATTERNS))
+#: A date on its own: 2026-03-01, 01/03/2026, 1.3.2026, march 1, 2026, 1st march 2026.
+_DATE_RE = re.compile(
+    r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"
+    r"|\b" + _MONTH + r" \d{1,2}(?:st|nd|rd|th)?,? \d{4}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)? " + _MONTH + r",? \d{4}\b"
+)
+#: Words after which a date on its own is a revision stamp ("Last updated: 3 March 2026"),
+#: when nothing but stamp words stands between: such a date moves with every re-render of
+#: some sites while the text it labels does not. A date elsewhere is content (a publication
+#: date, "the vote on 3 March").
+DATE_LABEL_WORDS = frozenset(
+    [
+        "updated",
+        "modified",
+        "revised",
+        "reviewed",
+        "generated",
+        "refreshed",
+        "retrieved",
+        "accessed",
+    ]
+)
 
 
 def _stamp_like(token: str) -> bool:
@@ -84,8 +229,11 @@ def _stamp_like(token: str) -> bool:
 
 
 def _has_anchor(text: str) -> bool:
-    """Whether ``text`` may hold a default stamp: each holds ``:`` then a digit, or " ago"."""
+    """Whether ``text`` may hold a default stamp (each holds ``:`` then a digit, or " ago")
+    or a labelled date (:data:`ANCHOR_RE`)."""
     if " ago" in text or text.startswith("ago"):
+        return True
+    if ANCHOR_RE.search(text) is not None:
         return True
     at = text.find(":")
     while at != -1:
@@ -115,6 +263,7 @@ def strip_label_stamps(text: str) -> str:
         return text
     tokens = text.split(" ")
     runs: list[tuple[int, int]] = []
+    dates: list[tuple[int, int]] = []
     stamp_chars = 0
     index, count = 0, len(tokens)
     while index < count:
@@ -128,17 +277,27 @@ def strip_label_stamps(text: str) -> str:
         if _DEFAULT_RE.search(run) is not None:
             runs.append((index, end))
             stamp_chars += len(run)
+        elif _DATE_RE.search(run) is not None and _date_labelled(tokens, index):
+            dates.append((index, end))
         index = end
-    if not runs:
+    if not runs and not dates:
         return text
     mostly = 3 * stamp_chars >= 2 * len(text)  # the stamps at least twice the rest
     keep = [True] * count
     for start, end in runs:
         if mostly or _labelled(tokens, start):
             keep[start:end] = [False] * (end - start)
+    for start, end in dates:
+        keep[start:end] = [False] * (end - start)
     if all(keep):
         return text
     return " ".join(token for token, kept in zip(tokens, keep, strict=True) if kept)
+
+
+def _date_labelled(tokens: list[str], start: int) -> bool:
+    """Whether the word before a date's run is one of :data:`DATE_LABEL_WORDS` (the run is
+    maximal, so that word is never stamp-like: removing another stamp cannot change it)."""
+    return start > 0 and tokens[start - 1].strip(_PUNCTUATION) in DATE_LABEL_WORDS
 
 
 def _labelled(tokens: list[str], start: int) -> bool:
@@ -184,3 +343,8 @@ def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:
     while pattern.search(text) is not None:
         text = " ".join(pattern.sub(" ", text).split())
     return text
+
+
+#: What every stamp :func:`strip_label_stamps` may remove holds: a time (``:`` then a digit),
+#: a relative age ("ago") or a date label word. Blocks without one are not looked at.
+ANCHOR_RE = re.compile(r":\d|\bago\b|\b(?:" + "|".join(sorted(DATE_LABEL_WORDS)) + r")\b")
