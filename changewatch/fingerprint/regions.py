@@ -22,10 +22,11 @@ How a block (:mod:`~changewatch.fingerprint.blocks`) is classified, first rule t
    the caller says stands on many of the host's pages (``template_blocks``), and every other
    block is **main**.
 
-If, without an explicit main marker, a landmark holds prose while the main blocks hold less
-than a quarter of the page's words, the landmarks are not trusted (a whole page inside a
-dialog or a header) and every block is main: where no main region can be told apart, all
-visible text is content.
+Without an explicit main marker, where no main region can be told apart, all visible text is
+content: if a landmark holds prose while the main blocks hold less than a quarter of the
+page's words, the landmarks are not trusted (a whole page inside a dialog or a header) and
+every block is main; if link-dense blocks outweigh the rest three to one (a page of links),
+they are main.
 """
 
 from __future__ import annotations
@@ -155,24 +156,32 @@ def classify(
         else:
             out.append(True)
     if not marked and segments:
-        # Landmarks holding prose while the rest holds little: the page may sit inside one
-        # (a whole page in a dialog or a header); trust no region then.
-        main_words = chrome_words = 0
-        chrome_prose = False
-        for seg, text, main in zip(segments, pieces, out, strict=True):
-            if not text:
-                continue
-            words = text.count(" ") + 1
-            if main:
-                main_words += words
-            else:
-                chrome_words += words
-                chrome_prose = chrome_prose or (
-                    seg.mark == CHROME and _is_prose(text, seg.link_chars)
-                )
-        if chrome_prose and main_words < MIN_MAIN_SHARE * (main_words + chrome_words):
-            return [True] * len(segments)
+        return _trust_check(segments, pieces, out)
     return out
+
+
+def _trust_check(segments: list[Segment], pieces: list[str], main: list[bool]) -> list[bool]:
+    """Without a main marker: all blocks are main when the chrome holds most of the page
+    and cannot be told from its content — a landmark holding prose (a page inside a dialog
+    or a header), or link-dense blocks outweighing the rest (a page of links)."""
+    main_words = landmark_words = dense_words = 0
+    landmark_prose = False
+    for seg, text, is_main in zip(segments, pieces, main, strict=True):
+        if not text:
+            continue
+        words = text.count(" ") + 1
+        if is_main:
+            main_words += words
+        elif seg.mark == CHROME:
+            landmark_words += words
+            landmark_prose = landmark_prose or _is_prose(text, seg.link_chars)
+        else:
+            dense_words += words
+    if landmark_prose and main_words < MIN_MAIN_SHARE * (main_words + landmark_words):
+        return [True] * len(segments)
+    if dense_words and main_words < MIN_MAIN_SHARE * (main_words + dense_words):
+        return [seg.mark != CHROME for seg in segments]
+    return main
 
 
 def split_regions(
