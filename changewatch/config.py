@@ -312,8 +312,9 @@ def fingerprint_policy_from_mapping(
     Keys: ``ignore`` (CSS selectors), ``main`` (a CSS selector), ``volatile`` (regular
     expressions, replacing the defaults), ``add_volatile`` (added to them), ``boilerplate``
     and ``regions`` (true or false). Each ``[fingerprint.hosts."NAME"]`` table (``".NAME"``:
-    the domain and its subdomains) starts from these: its ``ignore`` and ``add_volatile`` add to them, its other
-    keys replace them. An unknown key or a bad value raises :class:`ConfigError` naming it.
+    the domain and its subdomains) starts from these: its ``ignore`` and ``add_volatile`` add
+    to them, its other keys replace them. An unknown key or a bad value raises
+    :class:`ConfigError` naming it.
 
     >>> policy = fingerprint_policy_from_mapping(
     ...     {"ignore": [".ad"], "hosts": {"example.com": {"main": "article"}}})
