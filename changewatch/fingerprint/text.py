@@ -22,7 +22,11 @@ from changewatch.fingerprint.regions import (
     split_regions,
 )
 from changewatch.fingerprint.tree import drop_invisible, prepare
-from changewatch.fingerprint.volatile import ANCHOR_RE, strip_label_stamps, strip_volatile_text
+from changewatch.fingerprint.volatile import (
+    may_hold_stamps,
+    strip_label_stamps,
+    strip_volatile_text,
+)
 
 __all__ = [
     "DEFAULT_MAX_NESTING",
@@ -209,11 +213,10 @@ def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> l
     looked at."""
     if rules._volatile_re is not None:
         return [_strip(rules, piece.strip()) for piece in pieces]
-    if not rules._label_stamps or ANCHOR_RE.search(joined) is None:
+    if not rules._label_stamps or not may_hold_stamps(joined):
         return [piece.strip() for piece in pieces]
-    anchor = ANCHOR_RE.search
     return [
-        strip_label_stamps(piece.strip()) if anchor(piece) is not None else piece.strip()
+        strip_label_stamps(piece.strip()) if may_hold_stamps(piece) else piece.strip()
         for piece in pieces
     ]
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "ANCHOR_RE",
     "DATE_LABEL_WORDS",
     "DEFAULT_VOLATILE_PATTERNS",
     "LABEL_WINDOW",
     "LABEL_WORDS",
+    "may_hold_stamps",
     "strip_label_stamps",
     "strip_volatile_text",
 ]
@@ -207,7 +207,7 @@ _DATE_RE = re.compile(
 #: when nothing but stamp words stands between: such a date moves with every re-render of
 #: some sites while the text it labels does not. A date elsewhere is content (a publication
 #: date, "the vote on 3 March").
-DATE_LABEL_WORDS = frozenset(
+DATE_LABEL_WORDS = frozenset(  # may_hold_stamps spells them out too
     [
         "updated",
         "modified",
@@ -223,24 +223,57 @@ DATE_LABEL_WORDS = frozenset(
 
 def _stamp_like(token: str) -> bool:
     """A word that can be part of a stamp: it holds a digit, or is a unit, zone or month."""
-    if any(c.isdigit() for c in token):
+    if _DIGIT(token) is not None:
         return True
     return token.strip(_PUNCTUATION) in _STAMP_WORDS or token in _STAMP_WORDS
 
 
-def _has_anchor(text: str) -> bool:
-    """Whether ``text`` may hold a default stamp (each holds ``:`` then a digit, or " ago")
-    or a labelled date (:data:`ANCHOR_RE`)."""
-    if " ago" in text or text.startswith("ago"):
-        return True
-    if ANCHOR_RE.search(text) is not None:
-        return True
+_DIGIT = re.compile(r"\d").search
+
+
+def may_hold_stamps(text: str) -> bool:
+    """Whether ``text`` may hold a stamp :func:`strip_label_stamps` removes: a ``:`` (every
+    time has one), "ago" or a date label word — substring tests, much cheaper than a regex
+    over the whole text.
+
+    >>> may_hold_stamps("built 12:00"), may_hold_stamps("a plain sentence")
+    (True, False)
+    """
+    return (
+        ":" in text
+        or "ago" in text
+        or "updated" in text
+        or "modified" in text
+        or "revised" in text
+        or "reviewed" in text
+        or "generated" in text
+        or "refreshed" in text
+        or "retrieved" in text
+        or "accessed" in text
+    )  # DATE_LABEL_WORDS, unrolled: a generator over them costs more than the tests
+
+
+def _anchors(text: str) -> list[tuple[int, int]]:
+    """Spans of the words every removable stamp holds, in order: a ``:`` before a digit,
+    "ago" (inside "agog" too: runs are checked later), and a date label word (which anchors
+    the date after it) — found with ``str.find``.
+
+    >>> _anchors("at 12:05, 3 days ago; last updated: 1 may 2026; agog")
+    [(5, 7), (17, 20), (27, 34), (48, 51)]
+    """
+    found = []
     at = text.find(":")
     while at != -1:
         if at + 1 < len(text) and text[at + 1].isdecimal():
-            return True
+            found.append((at, at + 2))
         at = text.find(":", at + 1)
-    return False
+    for word in ("ago", *DATE_LABEL_WORDS):
+        at = text.find(word)
+        while at != -1:
+            found.append((at, at + len(word)))
+            at = text.find(word, at + 1)
+    found.sort()
+    return found
 
 
 def strip_label_stamps(text: str) -> str:
@@ -248,9 +281,12 @@ def strip_label_stamps(text: str) -> str:
 
     A stamp is a maximal run of stamp-like words holding a match of
     :data:`DEFAULT_VOLATILE_PATTERNS`. It is removed when the block is mostly stamps (their
-    characters at least twice as many as the rest's) or when a :data:`LABEL_WORDS` word stands among
-    the :data:`LABEL_WINDOW` other words before it. Linear in the length of ``text``, and
-    idempotent: runs are maximal, so what is left beside a removed run is no stamp word.
+    characters at least twice as many as the rest's) or when a :data:`LABEL_WORDS` word
+    stands among the :data:`LABEL_WINDOW` other words before it; a run holding only a date
+    is removed when a :data:`DATE_LABEL_WORDS` word stands right before it. Runs are found
+    from the patterns' matches (in C) and grown word by word around them, each word looked
+    at once: linear in the length of ``text``. Idempotent: runs are maximal, so what is left
+    beside a removed run is no stamp word, and label windows skip stamp words.
 
     >>> strip_label_stamps("updated 5 minutes ago")
     'updated'
@@ -259,63 +295,100 @@ def strip_label_stamps(text: str) -> str:
     >>> strip_label_stamps("he scored in the final 4:29 of regulation")
     'he scored in the final 4:29 of regulation'
     """
-    if not _has_anchor(text):
+    if not may_hold_stamps(text):
         return text
-    tokens = text.split(" ")
-    runs: list[tuple[int, int]] = []
+    stamps: list[tuple[int, int]] = []
     dates: list[tuple[int, int]] = []
-    stamp_chars = 0
-    index, count = 0, len(tokens)
-    while index < count:
-        if not _stamp_like(tokens[index]):
-            index += 1
-            continue
-        end = index + 1
-        while end < count and _stamp_like(tokens[end]):
-            end += 1
-        run = " ".join(tokens[index:end])
-        if _DEFAULT_RE.search(run) is not None:
-            runs.append((index, end))
-            stamp_chars += len(run)
-        elif _DATE_RE.search(run) is not None and _date_labelled(tokens, index):
-            dates.append((index, end))
-        index = end
-    if not runs and not dates:
+    covered = 0
+    for anchor, anchor_end in _anchors(text):
+        if anchor_end <= covered:
+            continue  # inside a run already found
+        if text[anchor] != ":" and not text.startswith("ago", anchor):
+            # A date label word: the run that may be a date starts at the word after it.
+            anchor = text.find(" ", anchor_end)
+            if anchor == -1:
+                continue
+            anchor, anchor_end = anchor + 1, anchor + 2
+        for start, end in _runs_over(text, max(anchor, covered), anchor_end):
+            covered = max(covered, end)
+            run = text[start:end]
+            if _DEFAULT_RE.search(run) is not None:
+                stamps.append((start, end))
+            elif _DATE_RE.search(run) is not None and _date_labelled(text, start):
+                dates.append((start, end))
+    if not stamps and not dates:
         return text
+    stamp_chars = sum(end - start for start, end in stamps)
     mostly = 3 * stamp_chars >= 2 * len(text)  # the stamps at least twice the rest
-    keep = [True] * count
-    for start, end in runs:
-        if mostly or _labelled(tokens, start):
-            keep[start:end] = [False] * (end - start)
-    for start, end in dates:
-        keep[start:end] = [False] * (end - start)
-    if all(keep):
+    removed = sorted([span for span in stamps if mostly or _labelled(text, span[0])] + dates)
+    if not removed:
         return text
-    return " ".join(token for token, kept in zip(tokens, keep, strict=True) if kept)
+    pieces = []
+    last = 0
+    for start, end in removed:
+        pieces.append(text[last:start].strip())
+        last = end
+    pieces.append(text[last:].strip())
+    return " ".join(piece for piece in pieces if piece)
 
 
-def _date_labelled(tokens: list[str], start: int) -> bool:
+def _runs_over(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The maximal runs of stamp-like words that hold a word overlapping ``[start, end)``,
+    as character spans, in order."""
+    runs: list[tuple[int, int]] = []
+    at = text.rfind(" ", 0, start) + 1  # the first word overlapping the span
+    while at < end:
+        stop = text.find(" ", at)
+        stop = len(text) if stop == -1 else stop
+        if _stamp_like(text[at:stop]) and not (runs and at < runs[-1][1]):
+            first = at
+            while first > 0:  # grow left
+                before = text.rfind(" ", 0, first - 1) + 1
+                if not _stamp_like(text[before : first - 1]):
+                    break
+                first = before
+            last = stop
+            while last < len(text):  # grow right
+                after = text.find(" ", last + 1)
+                after = len(text) if after == -1 else after
+                if not _stamp_like(text[last + 1 : after]):
+                    break
+                last = after
+            runs.append((first, last))
+        at = stop + 1
+    return runs
+
+
+def _date_labelled(text: str, start: int) -> bool:
     """Whether the word before a date's run is one of :data:`DATE_LABEL_WORDS` (the run is
     maximal, so that word is never stamp-like: removing another stamp cannot change it)."""
-    return start > 0 and tokens[start - 1].strip(_PUNCTUATION) in DATE_LABEL_WORDS
+    if start == 0:
+        return False
+    before = text.rfind(" ", 0, start - 1) + 1
+    return text[before : start - 1].strip(_PUNCTUATION) in DATE_LABEL_WORDS
 
 
-def _labelled(tokens: list[str], start: int) -> bool:
+def _labelled(text: str, start: int) -> bool:
     """Whether a label word stands among the :data:`LABEL_WINDOW` words before ``start``
     that are not stamp-like (so removing another stamp never changes the answer)."""
-    seen: list[str] = []
-    at = start - 1
-    while at >= 0 and len(seen) < LABEL_WINDOW:
-        token = tokens[at]
-        at -= 1
+    seen = 0
+    end = start - 1  # the space before the run
+    previous = ""
+    while end > 0 and seen < LABEL_WINDOW:
+        begin = text.rfind(" ", 0, end) + 1
+        token = text[begin:end]
+        end = begin - 1
         if _stamp_like(token):
             continue
         word = token.strip(_PUNCTUATION)
-        if word in LABEL_WORDS:
+        if word in LABEL_WORDS or (previous == "of" and word == "as"):
             return True
-        if word == "of" and at >= 0 and tokens[at].strip(_PUNCTUATION) == "as":
-            return True
-        seen.append(word)
+        if word == "of" and end > 0:
+            before = text.rfind(" ", 0, end) + 1
+            if text[before:end].strip(_PUNCTUATION) == "as":
+                return True
+        previous = word
+        seen += 1
     return False
 
 
@@ -343,8 +416,3 @@ def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:
     while pattern.search(text) is not None:
         text = " ".join(pattern.sub(" ", text).split())
     return text
-
-
-#: What every stamp :func:`strip_label_stamps` may remove holds: a time (``:`` then a digit),
-#: a relative age ("ago") or a date label word. Blocks without one are not looked at.
-ANCHOR_RE = re.compile(r":\d|\bago\b|\b(?:" + "|".join(sorted(DATE_LABEL_WORDS)) + r")\b")

@@ -353,3 +353,11 @@ def test_a_page_with_a_separator_character_keeps_its_text() -> None:
     """A page holding U+FDD0 (the block separator, a noncharacter) keeps all its words."""
     page = "<nav>Menu</nav><main><p>a\ufdd0b story</p></main>"
     assert re.sub(r"\s+", " ", normalise(page)).strip() in ("menu a b story", "a b story")
+
+
+def test_may_hold_stamps_knows_every_date_label_word() -> None:
+    """may_hold_stamps spells the date label words out for speed: it must know them all."""
+    from changewatch.fingerprint.volatile import DATE_LABEL_WORDS, may_hold_stamps
+
+    assert all(may_hold_stamps(f"last {word} 3 march 2026") for word in DATE_LABEL_WORDS)
+    assert not may_hold_stamps("a plain sentence of words")
