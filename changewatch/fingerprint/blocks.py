@@ -121,7 +121,7 @@ CHROME_SELECTOR = (
 )
 _SECTIONING_TAGS = frozenset({"article", "aside", "main", "nav", "section"})
 # What the walk tells apart, as bits of the kind of a lexbor tag id (_tag_ids).
-_BLOCK, _LINK, _SECTIONING, _HEADING = 1, 2, 4, 8
+_BLOCK, _LINK, _SECTIONING, _HEADING, _PARAGRAPH = 1, 2, 4, 8, 64
 _TEXT, _OTHER = 16, 32
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LINK_TAGS = frozenset({"a", "area"})
@@ -231,6 +231,14 @@ def segment(
                                 first = None
                     else:
                         inner, step = mark, tag
+                        if kind & _PARAGRAPH:
+                            # A p holds phrasing content only (HTML §13.2.6.4.7 closes it at
+                            # any block start tag): one block, read by lexbor in one call.
+                            state = (mark, links, headings)
+                            whole = _whole_paragraph(node, f"{path}/p", state, found)
+                            if whole.text:
+                                out.append(whole)
+                            first = None
                     if first is not None:
                         stack.append((node, _BLOCK, path, mark))
                         opened = _BLOCK
@@ -290,6 +298,27 @@ def _href(node: Any, hrefs: list[str]) -> str:
     return href
 
 
+def _whole_paragraph(
+    node: Any, path: str, state: tuple[int, int, int], hrefs: list[str]
+) -> Segment:
+    """A ``p`` read in one call of lexbor's text extraction; its links found by a walk over
+    its elements only (lexbor's iterator, no text nodes)."""
+    mark, inside_link, headings = state
+    text = node.text(separator=" ", skip_empty=True)
+    if inside_link:
+        for element in node.traverse():
+            if _KINDS.get(element.tag_id, 0) & _LINK:
+                _href(element, hrefs)
+        return Segment(path, text, mark, len(text))
+    link_chars = 0
+    for element in node.traverse():
+        if _KINDS.get(element.tag_id, 0) & _LINK:
+            href = _href(element, hrefs)
+            if not (headings and href.startswith("#")):
+                link_chars += len(element.text(separator=" ", skip_empty=True))
+    return Segment(path, text, mark, link_chars)
+
+
 def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
     """A chrome landmark read in one call of lexbor's text extraction, or ``None`` when a
     main marker sits inside it (then it is walked, so that the marker is seen)."""
@@ -327,6 +356,7 @@ def _kind_of(tag: str) -> int:
         | (_LINK if tag in _LINK_TAGS else 0)
         | (_SECTIONING if tag in _SECTIONING_TAGS else 0)
         | (_HEADING if tag in _HEADING_TAGS else 0)
+        | (_PARAGRAPH if tag == "p" else 0)
     )
 
 
