@@ -245,7 +245,7 @@ def segment(
                         mark, path = inner, f"{path}/{step}"
             if kind & _LINK:
                 href = _href(node, found)
-                if first is not None and not (headings and href.startswith("#")):
+                if first is not None and _navigates(href, headings):
                     links += 1
                     opened |= _LINK
             if first is not None:
@@ -288,6 +288,22 @@ def _flush(out: list[Segment], path: str, buffer: list[str], mark: int, link_cha
     out.append(Segment(path, " ".join(buffer), mark, link_chars))
 
 
+def _navigates(href: str, headings: int) -> bool:
+    """Whether a link's text counts as link text (link density): a link to another page or
+    place, not a ``mailto:``/``tel:`` address or a script, nor a heading's own anchor.
+
+    >>> _navigates("/about", 0), _navigates("mailto:dpo@example.com", 0), _navigates("#s2", 1)
+    (True, False, False)
+    """
+    if href.startswith("#"):
+        return not headings
+    head = href[:11].lower()
+    return not head.startswith(_NOT_NAVIGATION)
+
+
+_NOT_NAVIGATION = ("mailto:", "tel:", "sms:", "javascript:", "data:")
+
+
 def _href(node: Any, hrefs: list[str]) -> str:
     """A link's ``href``, stripped, appended to ``hrefs`` (``""`` for none)."""
     href = node.attributes.get("href")
@@ -314,7 +330,7 @@ def _whole_paragraph(
     for element in node.traverse():
         if _KINDS.get(element.tag_id, 0) & _LINK:
             href = _href(element, hrefs)
-            if not (headings and href.startswith("#")):
+            if _navigates(href, headings):
                 link_chars += len(element.text(separator=" ", skip_empty=True))
     return Segment(path, text, mark, link_chars)
 

@@ -119,10 +119,6 @@ def _is_prose(text: str, link_chars: int) -> bool:
     )
 
 
-def _is_link_list(text: str, link_chars: int) -> bool:
-    return 10 * link_chars >= 9 * len(text) and not _is_prose(text, 0)
-
-
 def classify(
     segments: list[Segment],
     pieces: list[str],
@@ -140,9 +136,9 @@ def classify(
         if seg.path.endswith("/title"):
             out.append(True)
         elif seg.mark == MAIN:
-            # A block that is nothing but a link (a table of contents, a "related" list) is
-            # navigation even inside the main region; its changes are the links hash's.
-            out.append(not _is_link_list(text, seg.link_chars))
+            # Inside an explicit main marker nothing depends on links: a link added around
+            # words (markup) must not move them out of the content.
+            out.append(True)
         elif seg.mark == CHROME or policy_main:
             out.append(False)
         elif _is_prose(text, seg.link_chars):
