@@ -5,15 +5,44 @@ Imported as ``_common`` (a benchmark run as a script has ``benchmarks/`` on ``sy
 
 from __future__ import annotations
 
+import gzip
 import math
+import os
 import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
+
+#: The shared real-data corpus: CHANGEWATCH_CORPUS, else ../shared/corpus beside the checkout.
+CORPUS = Path(
+    os.environ.get("CHANGEWATCH_CORPUS")
+    or Path(__file__).resolve().parents[2] / "shared" / "corpus"
+)
+PAGES = CORPUS / "pages-readability"
+
+
+def real_pages(limit: int | None = None, *, required: bool = True) -> list[tuple[str, bytes]]:
+    """The corpus's real pages as ``(name, bytes)``, name-sorted; without the corpus, exit
+    with a line naming where it was looked for (``required``) or return the demo site's
+    pages instead, said on stderr (for smoke runs on a fresh clone)."""
+    paths = sorted(PAGES.glob("*.html.gz"))[:limit]
+    if paths:
+        return [(p.name.removesuffix(".html.gz"), gzip.decompress(p.read_bytes())) for p in paths]
+    if required:
+        sys.exit(
+            f"no pages under {PAGES}: set CHANGEWATCH_CORPUS or put the corpus at "
+            "../shared/corpus beside the checkout"
+        )
+    from changewatch.demo.site import first_site
+
+    log(f"no corpus at {PAGES}: using the demo site's pages (figures are not comparable)")
+    pages = sorted(first_site().pages.items())
+    return [(path.strip("/").replace("/", "_") or "home", body) for path, body in pages][:limit]
 
 
 def log(message: str) -> None:

@@ -10,7 +10,7 @@ each, at one ``now``:
   band the ``limit`` pages fetched longest ago, through ``(rate_band, last_seen)``, then the
   top ``limit`` of those by expected changes;
 * ``due, one host`` — the same through ``(host, rate_band, last_seen)``;
-* ``full scan`` — :func:`changewatch.store.schedule.due_full_scan`: ``ORDER BY`` the expected
+* ``full scan`` — ``SnapshotStore.due(..., full_scan=True)``: ``ORDER BY`` the expected
   changes over every row, the exact answer.
 
 Reported: p50/p99 latency, the ratio of p50s, and how many of the full scan's pages the
@@ -40,7 +40,6 @@ from changewatch.schedule import DUE_PROBABILITY
 from changewatch.store import create_engine, open_store
 from changewatch.store.migrate import upgrade
 from changewatch.store.rates import AddDays, band_expr, rate_expr
-from changewatch.store.schedule import due, due_full_scan
 from changewatch.store.tables import page_snapshots
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -130,10 +129,10 @@ def main() -> int:
         try:
             now = NOW + timedelta(hours=1)
             host = "h7.example"
-            indexed, got = timed(lambda: due(store, now, args.limit), calls)
-            by_host, got_host = timed(lambda: due(store, now, args.limit, host), calls)
-            scan, exact = timed(lambda: due_full_scan(store, now, args.limit), calls)
-            exact_host = due_full_scan(store, now, args.limit, host)
+            indexed, got = timed(lambda: store.due(now, args.limit), calls)
+            by_host, got_host = timed(lambda: store.due(now, args.limit, host), calls)
+            scan, exact = timed(lambda: store.due(now, args.limit, full_scan=True), calls)
+            exact_host = store.due(now, args.limit, host, full_scan=True)
             server = store.engine.dialect.server_version_info
         finally:
             store.close()

@@ -26,16 +26,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import statistics
 import sys
 import time
 from argparse import ArgumentParser
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import simhash as simhash_package
+from _common import PAGES
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint import (
@@ -52,14 +51,7 @@ from changewatch.fingerprint.decode import utf8_source
 from changewatch.fingerprint.regions import _canonical_link, _relative_link
 from changewatch.fingerprint.text import _visible_text
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides).
-CORPUS = (
-    Path(
-        os.environ.get("CHANGEWATCH_CORPUS")
-        or Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    )
-    / "pages-readability"
-)
+CORPUS = PAGES  # benchmarks/_common.py: CHANGEWATCH_CORPUS or ../shared/corpus
 
 
 def load_corpus(limit: int | None = None) -> list[bytes]:

@@ -38,15 +38,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import re
 import sys
 from argparse import ArgumentParser
 from dataclasses import dataclass, field
 from itertools import combinations
-from pathlib import Path
 from typing import Any
+
+from _common import PAGES
 
 from changewatch.fingerprint import (
     Fingerprint,
@@ -57,14 +57,7 @@ from changewatch.fingerprint import (
     simhash_features,
 )
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides).
-CORPUS = (
-    Path(
-        os.environ.get("CHANGEWATCH_CORPUS")
-        or Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    )
-    / "pages-readability"
-)
+CORPUS = PAGES  # benchmarks/_common.py: CHANGEWATCH_CORPUS or ../shared/corpus
 MINOR = 3
 #: What a reader sees: every region kept, nothing volatile removed. An "edit" that does not
 #: change this text (it hit an attribute value, a noscript or a hidden element) is no edit and

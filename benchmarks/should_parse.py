@@ -17,7 +17,6 @@ have taken the scenario's path; pages whose variants fail their check are skippe
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -32,24 +31,17 @@ from argparse import ArgumentParser, Namespace
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psycopg
+from _common import PAGES, real_pages
 from selectolax.lexbor import LexborHTMLParser
 from sqlalchemy.engine import make_url
 
 from changewatch import ChangeWatch, Decision, fingerprint
 from changewatch.store import open_store
 
-# ../shared/corpus beside the checkout (CHANGEWATCH_CORPUS overrides).
-CORPUS = (
-    Path(
-        os.environ.get("CHANGEWATCH_CORPUS")
-        or Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    )
-    / "pages-readability"
-)
+CORPUS = PAGES  # benchmarks/_common.py: CHANGEWATCH_CORPUS or ../shared/corpus
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 # scenario -> the Decision.path every page of it must take
 SCENARIOS = {"unchanged-raw": "raw", "unchanged-noise": "normalised", "changed": "simhash"}
@@ -108,13 +100,11 @@ def changed_variant(html: bytes, seed: str, content: bytes) -> bytes | None:
 def load_pages(lo: int, hi: int, limit: int | None) -> tuple[list[Page], dict[str, int]]:
     counts = {"corpus": 0, "in_range": 0, "skipped_noise": 0, "skipped_change": 0}
     pages: list[Page] = []
-    for path in sorted(CORPUS.glob("*.html.gz")):
+    for name, raw in real_pages(required=False):
         counts["corpus"] += 1
-        raw = gzip.decompress(path.read_bytes())
         if not lo <= len(raw) <= hi:
             continue
         counts["in_range"] += 1
-        name = path.name.removesuffix(".html.gz")
         noise, content = noise_variant(raw, name), fingerprint(raw).content_sha256
         if noise == raw or fingerprint(noise).content_sha256 != content:
             counts["skipped_noise"] += 1
@@ -250,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.repeats, args.copies, limit = min(args.repeats, 2), 1, 4
 
+    if not CORPUS.is_dir():
+        args.min_kib = 0  # the demo site's pages (a smoke run on a fresh clone) are small
     pages, counts = load_pages(args.min_kib * 1024, args.max_kib * 1024, limit)
     if not pages:
         log("no usable pages")

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import statistics
 import time
 from argparse import ArgumentParser
-from pathlib import Path
+
+from _common import PAGES
 
 from changewatch.fingerprint import normalise
 from changewatch.store.texts import DEFAULT_ZSTD_LEVEL, compress_text
 
-CORPUS = (
-    Path(
-        os.environ.get("CHANGEWATCH_CORPUS")
-        or Path(__file__).resolve().parents[2] / "shared" / "corpus"
-    )
-    / "pages-readability"
-)
+CORPUS = PAGES  # benchmarks/_common.py: CHANGEWATCH_CORPUS or ../shared/corpus
 LEVELS = sorted({3, DEFAULT_ZSTD_LEVEL, 19})
 
 

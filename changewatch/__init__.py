@@ -1,7 +1,7 @@
 """changewatch: URL seen-sets, content change detection and sitemap reconciliation.
 
 The names below are all importable from the package, but the store (``ChangeWatch``,
-``should_parse``, ``NearDuplicate``, built on SQLAlchemy) loads on first use: a process that
+``should_parse``, built on SQLAlchemy) loads on first use: a process that
 only canonicalises URLs, fingerprints pages or keeps a seen-set — a Scrapy dupefilter —
 never loads SQLAlchemy.
 """
@@ -28,17 +28,15 @@ from changewatch.fingerprint import (
     hamming,
     normalise,
 )
-from changewatch.model import Decision, Version
 from changewatch.urls import canonicalise, url_digest
+from changewatch.values import Decision, NearDuplicate, Version
 
 if TYPE_CHECKING:
-    from changewatch.store.near import NearDuplicate
     from changewatch.watch import ChangeWatch, should_parse
 
 #: Lazily loaded names and the module each comes from. (Never the name of a submodule:
 #: importing ``changewatch.X`` sets the package attribute ``X`` to that module.)
 _LAZY = {
-    "NearDuplicate": "changewatch.store.near",
     "ChangeWatch": "changewatch.watch",
     "should_parse": "changewatch.watch",
 }

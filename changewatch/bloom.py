@@ -8,7 +8,10 @@ filters", 2004):
 * bits for ``n`` items at false-positive rate ``p``: ``m = ⌈−n·ln p / (ln 2)²⌉``;
 * hash functions: ``k = round((m / n)·ln 2)`` (at least 1);
 * false-positive rate after ``n`` insertions: ``(1 − e^(−k·n/m))^k``;
-* estimated from the real fill (fraction ``f`` of bits set): ``f^k``.
+* estimated from the real fill (fraction ``f`` of bits set): ``f^k``;
+* several filters queried together (generations, sub-filters) answer "maybe" wrongly at
+  ``1 − Π(1 − pᵢ)``; ``L`` equal filters compound to ``P`` when each has
+  ``p = 1 − (1 − P)^(1/L)`` (about ``P/L``).
 
 Bit positions come from the digest itself — it already is a uniform blake2b-128 hash — by
 Kirsch–Mitzenmacher double hashing ("Less hashing, same performance", 2006):
@@ -21,19 +24,29 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from changewatch.errors import SeenSetError
 
 __all__ = [
+    "DEFAULT_BLOOM_CAPACITY",
+    "DEFAULT_BLOOM_ERROR_RATE",
     "BloomFilter",
+    "BloomGenerations",
     "actual_error",
     "bloom_size",
+    "compound_error_rate",
     "estimated_error",
+    "generation_error_rate",
     "positions",
 ]
+
+#: Capacity and error rate of a Bloom seen-set whose URL names none (file, memory or Redis).
+DEFAULT_BLOOM_CAPACITY = 1_000_000
+DEFAULT_BLOOM_ERROR_RATE = 0.001
 
 _LN2_SQUARED = math.log(2) ** 2
 _MASK64 = (1 << 64) - 1
@@ -74,6 +87,34 @@ def estimated_error(fill: float, hashes: int) -> float:
     0.0078125
     """
     return float(fill**hashes)
+
+
+def compound_error_rate(rates: Iterable[float]) -> float:
+    """False-positive rate of filters queried together: ``1 − Π(1 − pᵢ)``.
+
+    Computed as ``−expm1(Σ log1p(−pᵢ))``, so tiny rates do not round to zero.
+
+    >>> round(compound_error_rate([0.001] * 4), 7)
+    0.003994
+    """
+    return max(0.0, -math.expm1(sum(math.log1p(-min(p, 1.0 - 1e-16)) for p in rates)))
+
+
+def generation_error_rate(total: float, live: int) -> float:
+    """Each filter's rate so that ``live`` full filters compound to ``total``.
+
+    ``p = 1 − (1 − P)^(1/L)``.
+
+    >>> round(generation_error_rate(0.001, 4), 9)
+    0.000250094
+    >>> round(compound_error_rate([generation_error_rate(0.01, 5)] * 5), 12)
+    0.01
+    """
+    if not 0.0 < total < 1.0:
+        raise ValueError(f"error rate must be between 0 and 1 (exclusive), got {total!r}")
+    if live < 1:
+        raise ValueError(f"live generations must be at least 1, got {live!r}")
+    return -math.expm1(math.log1p(-total) / live)
 
 
 def positions(digest: bytes, bits: int, hashes: int) -> list[int]:
@@ -128,16 +169,7 @@ class BloomFilter:
 
     def add(self, digest: bytes) -> bool:
         """Set the digest's bits; True when at least one was unset (the digest is new)."""
-        array = self.array.data  # a memoryview: int indexing, ~30% faster than numpy
-        new = False
-        for position in positions(digest, self.bits, self.hashes):
-            byte, mask = position >> 3, 1 << (position & 7)
-            if not array[byte] & mask:
-                array[byte] |= mask
-                new = True
-        if new:
-            self.items += 1
-        return new
+        return self._set_positions(positions(digest, self.bits, self.hashes))
 
     def _locate(self, digests: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(n, 16) digests, and the (n, k) byte indices and bit masks of their positions."""
@@ -157,7 +189,7 @@ class BloomFilter:
         if len(digests) == 1 and len(digests[0]) == 16:
             return [digests[0] in self]  # one digest: the scalar path, ~10× cheaper than numpy
         _, byte_index, masks = self._locate(digests)
-        return ((self.array[byte_index] & masks) != 0).all(axis=1).tolist()  # type: ignore[no-any-return]
+        return self._hits(byte_index, masks).tolist()  # type: ignore[no-any-return]
 
     def add_many(self, digests: Sequence[bytes]) -> list[bool]:
         """``add`` for a batch, vectorised; a digest repeated in the batch is new only once."""
@@ -166,10 +198,24 @@ class BloomFilter:
         if len(digests) == 1 and len(digests[0]) == 16:
             return [self.add(digests[0])]  # one digest (a Scrapy dupefilter's call): scalar path
         data, byte_index, masks = self._locate(digests)
-        new = ~((self.array[byte_index] & masks) != 0).all(axis=1)
-        if len(digests) > 1 and _has_repeats(data):
+        return self._add_located(data, byte_index, masks).tolist()  # type: ignore[no-any-return]
+
+    # -- located operations: the positions computed once, for filters of equal m and k ----
+
+    def _hits(self, byte_index: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """For each row of positions, whether all its bits are set."""
+        hits: np.ndarray = ((self.array[byte_index] & masks) != 0).all(axis=1)
+        return hits
+
+    def _add_located(
+        self, data: np.ndarray, byte_index: np.ndarray, masks: np.ndarray
+    ) -> np.ndarray:
+        """Set the bits of located digests; which were new (a repeat in the rows: once)."""
+        new = ~self._hits(byte_index, masks)
+        if len(data) > 1 and _has_repeats(data):
             first: dict[bytes, None] = {}
-            for index, digest in enumerate(digests):
+            for index, row in enumerate(data):
+                digest = row.tobytes()
                 if digest in first:
                     new[index] = False
                 else:
@@ -183,15 +229,28 @@ class BloomFilter:
         if lost.any():
             np.bitwise_or.at(array, index[lost], bit[lost])
         self.items += int(new.sum())
-        return new.tolist()  # type: ignore[no-any-return]
+        return new
+
+    def _has_positions(self, spots: list[int]) -> bool:
+        array = self.array.data
+        return all(array[p >> 3] & (1 << (p & 7)) for p in spots)
+
+    def _set_positions(self, spots: list[int]) -> bool:
+        array = self.array.data  # a memoryview: int indexing, ~30% faster than numpy
+        new = False
+        for position in spots:
+            byte, mask = position >> 3, 1 << (position & 7)
+            if not array[byte] & mask:
+                array[byte] |= mask
+                new = True
+        if new:
+            self.items += 1
+        return new
 
     def __contains__(self, digest: object) -> bool:
         if not isinstance(digest, bytes) or len(digest) != 16:
             return False
-        array = self.array.data
-        return all(
-            array[p >> 3] & (1 << (p & 7)) for p in positions(digest, self.bits, self.hashes)
-        )
+        return self._has_positions(positions(digest, self.bits, self.hashes))
 
     # -- figures ----------------------------------------------------------------------
 
@@ -281,3 +340,117 @@ class BloomFilter:
         bloom.array = np.frombuffer(bytes(body), dtype=np.uint8).copy()
         bloom.items = items
         return bloom
+
+
+class BloomGenerations:
+    """Bloom filters in numbered generations, each a chain of equal filters that grows.
+
+    Every filter has ``capacity`` and the rate :func:`generation_error_rate` gives for
+    ``error_rate`` over ``live`` generations, so ``live`` full generations of one filter each
+    answer "maybe" wrongly at ``error_rate`` together. When the writing filter of a generation
+    is full, the generation grows by another filter (the answer to overfill: the rate rises by
+    about ``error_rate / live`` per added filter, instead of running away in one overfull
+    filter). All filters share m and k, so a digest's positions are computed once for all.
+    Pure: the caller says which generation is current and which are live.
+    """
+
+    def __init__(self, capacity: int, error_rate: float, live: int) -> None:
+        self.capacity = capacity
+        self.error_rate = error_rate
+        self.live = live
+        self.filter_error_rate = generation_error_rate(error_rate, live)
+        self.bits, self.hashes, _ = bloom_size(capacity, self.filter_error_rate)
+        self.generations: dict[int, list[BloomFilter]] = {}
+
+    def new_filter(self) -> BloomFilter:
+        """An empty filter of this chain's parameters."""
+        return BloomFilter(self.capacity, self.filter_error_rate)
+
+    def drop_before(self, oldest: int) -> None:
+        """Drop the generations older than ``oldest``."""
+        for generation in [g for g in self.generations if g < oldest]:
+            del self.generations[generation]
+
+    def filters(self, oldest: int | None = None) -> list[BloomFilter]:
+        """Every filter of the generations from ``oldest`` on."""
+        return [
+            f
+            for g, chain in sorted(self.generations.items())
+            if oldest is None or g >= oldest
+            for f in chain
+        ]
+
+    def add_many(self, digests: Sequence[bytes], current: int) -> list[bool]:
+        """Add to generation ``current`` each digest no held filter has; a repeat: new once.
+
+        The caller has dropped the expired generations first (:meth:`drop_before`).
+        """
+        if not digests:
+            return []
+        held = self.filters()
+        if len(digests) == 1 and len(digests[0]) == 16:
+            spots = positions(digests[0], self.bits, self.hashes)
+            if any(f._has_positions(spots) for f in held):
+                return [False]
+            chain = self.generations.setdefault(current, [self.new_filter()])
+            new = chain[-1]._set_positions(spots)
+            self._grow_if_full(chain)
+            return [new]
+        # Positions for the m and k every filter shares (a first filter when none is held).
+        data, byte_index, masks = (held[0] if held else self.new_filter())._locate(digests)
+        found = np.zeros(len(digests), dtype=bool)
+        for older in held:
+            found |= older._hits(byte_index, masks)
+        out = np.zeros(len(digests), dtype=bool)
+        pending = np.flatnonzero(~found)
+        chain = self.generations.setdefault(current, []) if pending.size else []
+        if pending.size and not chain:
+            chain.append(self.new_filter())
+        while pending.size:
+            writing = chain[-1]
+            room = max(1, writing.capacity - writing.items)
+            chunk, pending = pending[:room], pending[room:]
+            out[chunk] = writing._add_located(data[chunk], byte_index[chunk], masks[chunk])
+            if self._grow_if_full(chain) and pending.size:
+                pending = pending[~writing._hits(byte_index[pending], masks[pending])]
+        return out.tolist()
+
+    def _grow_if_full(self, chain: list[BloomFilter]) -> bool:
+        if chain[-1].items < chain[-1].capacity:
+            return False
+        chain.append(self.new_filter())
+        return True
+
+    def contains_many(self, digests: Sequence[bytes], oldest: int | None = None) -> list[bool]:
+        """Whether a filter of a generation from ``oldest`` on may hold each digest."""
+        held = self.filters(oldest)
+        if not digests or not held:
+            return [False] * len(digests)
+        _, byte_index, masks = held[0]._locate(digests)
+        found = np.zeros(len(digests), dtype=bool)
+        for bloom in held:
+            found |= bloom._hits(byte_index, masks)
+        return found.tolist()
+
+    def __len__(self) -> int:
+        return sum(f.items for f in self.filters())
+
+    def overfilled(self) -> bool:
+        """Whether any generation has grown past one filter."""
+        return any(len(chain) > 1 for chain in self.generations.values())
+
+    def estimated_error_rate(self, oldest: int | None = None) -> float:
+        """The compound rate of every filter from ``oldest`` on, each at its real fill."""
+        return compound_error_rate(f.estimated_error_rate() for f in self.filters(oldest))
+
+    def generation_figures(self, generation: int) -> dict[str, Any]:
+        """Entries, filters, bits, fill and estimated rate of one generation."""
+        chain = self.generations.get(generation, [])
+        bits = sum(f.bits for f in chain)
+        return {
+            "entries": sum(f.items for f in chain),
+            "filters": len(chain),
+            "bits": bits,
+            "fill": sum(f.fill() * f.bits for f in chain) / bits if bits else 0.0,
+            "estimated_error_rate": compound_error_rate(f.estimated_error_rate() for f in chain),
+        }

@@ -40,8 +40,19 @@ from typing import Any, Literal, cast
 
 from changewatch.errors import ConfigError
 from changewatch.fingerprint import FingerprintPolicy
-from changewatch.model import DEFAULT_FLIP_WINDOW
 from changewatch.urls import CanonPolicy, HostPolicy
+from changewatch.values import (
+    DEFAULT_DATABASE_URL,
+    DEFAULT_FLIP_WINDOW,
+    DEFAULT_MAX_PAGE_BYTES,
+    DEFAULT_MINOR_DISTANCE,
+    DEFAULT_SEEN_URL,
+    SEEN_ON_ERROR,
+    URL_POLICIES,
+    SeenOnError,
+    UrlPolicy,
+    check_settings,
+)
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -63,16 +74,8 @@ __all__ = [
     "load_fingerprint_policy",
     "load_log_settings",
     "load_settings",
+    "watch_arguments",
 ]
-
-DEFAULT_DATABASE_URL = "sqlite:///changewatch.db"
-DEFAULT_SEEN_URL = "file:changewatch.seen"
-DEFAULT_MINOR_DISTANCE = 3
-DEFAULT_MAX_PAGE_BYTES = 10 * 1024 * 1024
-UrlPolicy = Literal["full", "no-query", "none"]
-SeenOnError = Literal["raise", "assume-new"]
-SEEN_ON_ERROR: tuple[SeenOnError, ...] = ("raise", "assume-new")
-URL_POLICIES: tuple[UrlPolicy, ...] = ("full", "no-query", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,24 +106,22 @@ class Settings:
             )
 
 
-def check_settings(minor_distance: int, max_page_bytes: int, url_policy: str) -> None:
-    """Raise :class:`ConfigError` naming the first invalid setting."""
-    if (
-        isinstance(minor_distance, bool)
-        or not isinstance(minor_distance, int)
-        or not (0 <= minor_distance <= 64)
-    ):
-        raise ConfigError(f"minor_distance must be an integer from 0 to 64, got {minor_distance!r}")
-    if (
-        isinstance(max_page_bytes, bool)
-        or not isinstance(max_page_bytes, int)
-        or (max_page_bytes <= 0)
-    ):
-        raise ConfigError(f"max_page_bytes must be a positive integer, got {max_page_bytes!r}")
-    if url_policy not in URL_POLICIES:
-        raise ConfigError(
-            f"url_policy must be one of {', '.join(URL_POLICIES)}, got {url_policy!r}"
-        )
+def watch_arguments(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The keyword arguments of :class:`~changewatch.watch.ChangeWatch` that the
+    ``CHANGEWATCH_*`` variables set (what :meth:`ChangeWatch.from_env` passes)."""
+    settings = load_settings(environ)
+    return {
+        "database_url": settings.database_url,
+        "seen_url": settings.seen_url,
+        "minor_distance": settings.minor_distance,
+        "max_page_bytes": settings.max_page_bytes,
+        "url_policy": settings.url_policy,
+        "canon_policy": settings.canon_policy,
+        "fingerprint_policy": settings.fingerprint_policy,
+        "seen_on_error": settings.seen_on_error,
+        "store_text": settings.store_text,
+        "flip_window": settings.flip_window,
+    }
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

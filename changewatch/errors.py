@@ -11,7 +11,8 @@
     │   ├── SchemaOutOfDateError           the database schema is behind the code
     │   └── StoreConflictError             a batch lost too many races in a row
     ├── SeenSetError                       a seen-set file or server failed
-    │   └── SeenSetUnavailableError        the seen-set server cannot be reached
+    │   ├── SeenSetUnavailableError        the seen-set server cannot be reached
+    │   └── ForgetNotSupportedError        a Bloom filter was asked to forget a URL
     ├── SitemapError                       a sitemap could not be read (``url`` names it)
     │   ├── SitemapParseError              not a sitemap, or broken beyond recovery
     │   ├── SitemapRefusedError            a hostile construct (DOCTYPE, ENTITY) refused
@@ -79,9 +80,19 @@ class PageTooLargeError(ChangewatchError, ValueError):
 
 
 class StoreError(ChangewatchError):
-    """The snapshot store failed; the operation wrote nothing."""
+    """The snapshot store failed; the operation wrote nothing.
+
+    ``retryable`` says whether the same call may succeed later (the server was unreachable,
+    busy, shutting down, or the transaction lost a race); it is false for errors a retry
+    repeats (a malformed statement, a constraint, a limit of the server or the driver).
+    """
 
     retryable = True
+
+    def __init__(self, message: str | None = None, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = retryable
 
 
 class SchemaOutOfDateError(StoreError):
@@ -110,6 +121,10 @@ class SeenSetUnavailableError(SeenSetError):
     """The seen-set server could not be reached."""
 
     retryable = True
+
+
+class ForgetNotSupportedError(SeenSetError):
+    """A Bloom filter cannot forget one URL: let its entries age out (``max_age``) instead."""
 
 
 class SitemapError(ChangewatchError):

@@ -48,8 +48,8 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from changewatch.model import KINDS, Decision
 from changewatch.observe import Observer, path_group
+from changewatch.values import KINDS, Decision
 
 __all__ = [
     "DEDUP_RATIO",

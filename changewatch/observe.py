@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from changewatch.errors import SeenSetError, StoreError
-from changewatch.model import Decision
+from changewatch.values import Decision
 
 __all__ = [
     "ERROR_KINDS",

@@ -38,6 +38,7 @@ also stores its :func:`rate_band` (rates within a factor √2 share a band), und
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -51,6 +52,7 @@ __all__ = [
     "change_probability",
     "change_rate",
     "due_in_days",
+    "parse_duration",
     "rank_due",
     "rate_band",
 ]
@@ -183,3 +185,30 @@ def rank_due(
         )
     pages.sort(key=lambda p: (-p.probability, -p.expected_changes, p.last_seen, p.url_digest))
     return pages[: max(limit, 0)]
+
+
+_DURATION_PART = re.compile(r"(\d+)\s*([smhdw])")
+_DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str, *, positive: bool = False) -> timedelta:
+    """A duration written as numbers with units ``s``, ``m``, ``h``, ``d`` or ``w``: ``30d``,
+    ``12h``, ``1w2d``, ``1h30m``, ``45s`` (the one grammar of every duration option).
+
+    ``ValueError`` naming the text if it is not one, or (``positive``) if it is zero.
+
+    >>> parse_duration("1d12h"), parse_duration("1w")
+    (datetime.timedelta(days=1, seconds=43200), datetime.timedelta(days=7))
+    >>> parse_duration("0s")
+    datetime.timedelta(0)
+    """
+    compact = text.strip().lower()
+    if not compact or _DURATION_PART.sub("", compact).strip():
+        raise ValueError(
+            f"duration {text!r} is not understood: use numbers with units s, m, h, d or w, "
+            "e.g. 30m, 6h, 30d or 1d12h"
+        )
+    seconds = sum(int(n) * _DURATION_UNITS_S[u] for n, u in _DURATION_PART.findall(compact))
+    if positive and seconds <= 0:
+        raise ValueError(f"duration {text!r} must be longer than zero")
+    return timedelta(seconds=seconds)

@@ -7,9 +7,11 @@ Two settings make a Scrapy project changewatch-aware (docs/scrapy.md)::
     CHANGEWATCH_SEEN_URL = "redis://127.0.0.1:6379/0?kind=bloom&key=myspider&capacity=10000000"
     CHANGEWATCH_DATABASE_URL = "postgresql+psycopg://crawler@db/changewatch"
 
-:class:`ChangewatchDupeFilter` answers "already scheduled?" from any seen-set
-(:func:`changewatch.seen.open_seen_set`), so a crawl can use a Bloom filter of a few bits per
-URL, persist it in ``JOBDIR``, or share it between processes through Redis.
+:class:`ChangewatchDupeFilter` (:mod:`changewatch.scrapy_dupefilter`) answers "already
+scheduled?" from any seen-set (:func:`changewatch.seen.open_seen_set`), so a crawl can use a
+Bloom filter of a few bits per URL, persist it in ``JOBDIR``, share it between processes
+through Redis, let entries age out, and schedule finally-failed requests again next crawl
+(with :class:`ChangewatchFailureMiddleware` for download errors).
 :class:`ChangewatchMiddleware` calls :meth:`ChangeWatch.should_parse
 <changewatch.watch.ChangeWatch.should_parse>` on every HTML response and drops the
 unchanged ones before the spider parses them.
@@ -20,247 +22,61 @@ environment; unset ``CHANGEWATCH_*`` settings fall back to :mod:`changewatch.con
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse
-from scrapy.utils.job import job_dir
-from scrapy.utils.request import RequestFingerprinter, referer_str
 
 from changewatch.config import load_canon_policy
-from changewatch.errors import (
-    ChangewatchError,
-    ConfigError,
-    InvalidURLError,
-    SeenSetUnavailableError,
+from changewatch.errors import ChangewatchError, ConfigError
+from changewatch.scrapy_dupefilter import (
+    DEFAULT_FAILURE_MIDDLEWARE_ORDER,
+    DUPEFILTER_KEYS,
+    JOBDIR_SEEN_FILE,
+    URL_KEYED_METHODS,
+    ChangewatchDupeFilter,
+    ChangewatchFailureMiddleware,
+    request_failed,
+    request_key,
+    retry_url_for,
+    seen_url_for,
 )
-from changewatch.model import Decision
-from changewatch.seen import SeenSet, open_seen_set
-from changewatch.urls import CanonPolicy, url_digest
+from changewatch.values import Decision
 
 if TYPE_CHECKING:  # loaded by the middleware only: a dupefilter process never needs the store
     from changewatch.watch import ChangeWatch
 
 __all__ = [
+    "DEFAULT_FAILURE_MIDDLEWARE_ORDER",
     "DEFAULT_MIDDLEWARE_ORDER",
+    "DUPEFILTER_KEYS",
     "HTML_MEDIA_TYPES",
     "JOBDIR_SEEN_FILE",
     "URL_KEYED_METHODS",
     "ChangewatchDupeFilter",
+    "ChangewatchFailureMiddleware",
     "ChangewatchMiddleware",
     "UnchangedResponse",
     "decision_meta",
+    "request_failed",
     "request_key",
+    "retry_url_for",
     "seen_url_for",
 ]
 
 log = logging.getLogger("changewatch.scrapy")
 
-#: Methods whose requests are keyed by the canonical URL alone (when they carry no body).
-URL_KEYED_METHODS = frozenset({"GET"})
-
 #: Media types the middleware fingerprints; every other response passes untouched.
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-
-#: Name of the seen-set file in ``JOBDIR`` when ``CHANGEWATCH_SEEN_URL`` names no file.
-JOBDIR_SEEN_FILE = "changewatch.seen"
 
 #: The middleware's place in ``DOWNLOADER_MIDDLEWARES``: below HttpCompressionMiddleware
 #: (590) and RedirectMiddleware (600), so it sees decompressed bodies and final pages.
 DEFAULT_MIDDLEWARE_ORDER = 580
 
-# Prefix of the keys of non-GET requests: they never equal a URL digest by construction
-# of the input (a URL digest hashes a canonical URL, which cannot start with a NUL byte).
-_REQUEST_KEY_PREFIX = b"\x00changewatch-scrapy-request-v1\x00"
-
 OnUnchanged = Literal["drop", "pass"]
-OnSeenError = Literal["raise", "assume-new"]
-
-
-# -- keys ----------------------------------------------------------------------------------
-
-
-def request_key(
-    request: Any, fingerprinter: Any, policy: CanonPolicy | None = None
-) -> tuple[bytes, str]:
-    """The 16-byte seen-set key of a Scrapy request, and how it was made.
-
-    A ``GET`` without a body is keyed by :func:`changewatch.urls.url_digest` of its URL
-    (``"url"``): the same key ``ChangeWatch.mark_seen`` and the snapshot store use, so
-    tracking parameters, parameter order, default ports and the other canonicalisation rules
-    merge URLs that name one page. Every other request (``POST``, ``HEAD``, a ``GET`` with a
-    body) is keyed by blake2b-128 over its method, Scrapy's request fingerprint and the
-    SHA-256 of its body (``"request"``): a POST's identity is its body — two searches sent
-    to one URL are two requests — and URL canonicalisation must never merge them. The body
-    digest is added on top of the fingerprint so a custom ``REQUEST_FINGERPRINTER_CLASS``
-    that ignores bodies still keeps different forms apart. ``HEAD`` is kept apart from
-    ``GET`` so that a HEAD probe does not filter the GET that follows it.
-
-    A URL changewatch cannot canonicalise (``data:``, ``file:``, ``ftp:``, a malformed host)
-    falls back to the request key (``"invalid_url"``): Scrapy can fetch it, so it is still
-    deduplicated, by Scrapy's own identity of the request.
-    """
-    method = request.method.upper()
-    body = request.body or b""
-    how = "request"
-    if method in URL_KEYED_METHODS and not body:
-        try:
-            return url_digest(request.url, policy), "url"
-        except InvalidURLError:
-            how = "invalid_url"
-    hasher = hashlib.blake2b(_REQUEST_KEY_PREFIX, digest_size=16)
-    hasher.update(method.encode("ascii", "replace") + b"\x00")
-    hasher.update(fingerprinter.fingerprint(request))
-    hasher.update(hashlib.sha256(body).digest())
-    return hasher.digest(), how
-
-
-def _canon_policy(settings: Any) -> CanonPolicy | None:
-    path = settings.get("CHANGEWATCH_CANON_POLICY")
-    return load_canon_policy(path) if path else None
-
-
-def seen_url_for(settings: Any) -> str:
-    """The seen-set URL for a crawl: ``CHANGEWATCH_SEEN_URL``, placed in ``JOBDIR`` if fileless.
-
-    Unset: ``file:JOBDIR/changewatch.seen`` (an exact set) when ``JOBDIR`` is set, else
-    ``memory:``. A ``file:`` URL without a path (``file:?kind=bloom&capacity=…``) gets
-    ``JOBDIR/changewatch.seen``; without ``JOBDIR`` that is a :class:`ConfigError`.
-    """
-    configured = str(settings.get("CHANGEWATCH_SEEN_URL") or "")
-    directory = job_dir(settings)
-    if not configured:
-        return f"file:{Path(directory) / JOBDIR_SEEN_FILE}" if directory else "memory:"
-    scheme, _, rest = configured.partition(":")
-    if scheme == "file" and rest.partition("?")[0] in ("", "//"):
-        if not directory:
-            raise ConfigError(
-                f"CHANGEWATCH_SEEN_URL {configured!r} names no file, and JOBDIR is not set "
-                "to put one in"
-            )
-        query = rest.partition("?")[2]
-        return f"file:{Path(directory) / JOBDIR_SEEN_FILE}" + (f"?{query}" if query else "")
-    return configured
-
-
-# -- the duplicate filter ------------------------------------------------------------------
-
-
-class ChangewatchDupeFilter:
-    """``DUPEFILTER_CLASS`` backed by a changewatch seen-set.
-
-    ``request_seen`` adds the request's key (:func:`request_key`) to the seen-set in one
-    check-and-set step, so of several processes sharing a Redis seen-set exactly one
-    schedules a URL. ``dont_filter`` requests are never filtered nor added (Scrapy's
-    scheduler skips the filter for them; the check here covers direct callers).
-
-    Stats: ``changewatch/dupefilter/new`` (scheduled), ``…/filtered`` (dropped as seen; Scrapy's
-    own ``dupefilter/filtered`` too), ``…/by_request`` (keyed by the request, not the URL),
-    ``…/invalid_url`` (URL changewatch cannot canonicalise, keyed by the request instead),
-    ``…/errors`` (seen-set unreachable and ``CHANGEWATCH_SEEN_ON_ERROR = "assume-new"``).
-    """
-
-    def __init__(
-        self,
-        seen: SeenSet,
-        *,
-        stats: Any = None,
-        fingerprinter: Any = None,
-        canon_policy: CanonPolicy | None = None,
-        debug: bool = False,
-        on_seen_error: OnSeenError = "raise",
-    ) -> None:
-        self.seen = seen
-        self.stats = stats
-        self.fingerprinter = fingerprinter or RequestFingerprinter()
-        self.canon_policy = canon_policy
-        self.debug = debug
-        self.on_seen_error = on_seen_error
-        self.logdupes = True
-        self._warned_invalid = False
-        self._warned_error = False
-        self.logger = logging.getLogger(__name__)
-
-    @classmethod
-    def from_crawler(cls, crawler: Any) -> ChangewatchDupeFilter:
-        """Build from the crawler's settings, stats and request fingerprinter."""
-        settings = crawler.settings
-        on_error: OnSeenError = settings.get("CHANGEWATCH_SEEN_ON_ERROR") or "raise"
-        if on_error not in ("raise", "assume-new"):
-            raise ConfigError(
-                f"CHANGEWATCH_SEEN_ON_ERROR must be 'raise' or 'assume-new', got {on_error!r}"
-            )
-        return cls(
-            open_seen_set(seen_url_for(settings)),
-            stats=crawler.stats,
-            fingerprinter=crawler.request_fingerprinter,
-            canon_policy=_canon_policy(settings),
-            debug=settings.getbool("DUPEFILTER_DEBUG"),
-            on_seen_error=on_error,
-        )
-
-    def open(self) -> None:
-        """Nothing to do: the seen-set was opened (and a JOBDIR file read) on construction."""
-
-    def close(self, reason: str) -> None:
-        """Persist (file seen-sets: an atomic save into JOBDIR) and release the seen-set."""
-        self.seen.close()
-
-    def request_seen(self, request: Any) -> bool:
-        """True when the request was scheduled before (drop it); else record it, False."""
-        if request.dont_filter:
-            return False
-        key, how = request_key(request, self.fingerprinter, self.canon_policy)
-        if how != "url":
-            self._inc("changewatch/dupefilter/by_request")
-        if how == "invalid_url":
-            self._inc("changewatch/dupefilter/invalid_url")
-            if not self._warned_invalid:
-                self._warned_invalid = True
-                self.logger.warning(
-                    "URL %s cannot be canonicalised; deduplicating it (and any like it) by "
-                    "Scrapy's request fingerprint",
-                    request.url,
-                )
-        try:
-            new = self.seen.add(key)
-        except SeenSetUnavailableError as exc:
-            if self.on_seen_error == "raise":
-                raise
-            self._inc("changewatch/dupefilter/errors")
-            level = logging.DEBUG if self._warned_error else logging.WARNING
-            self._warned_error = True
-            self.logger.log(level, "seen-set unavailable (%s); scheduling %s", exc, request)
-            return False
-        self._inc("changewatch/dupefilter/new" if new else "changewatch/dupefilter/filtered")
-        return not new
-
-    def log(self, request: Any, spider: Any) -> None:
-        """Log a filtered request as RFPDupeFilter does: the first one, or all with DEBUG."""
-        if self.debug:
-            self.logger.debug(
-                "Filtered duplicate request: %(request)s (referer: %(referer)s)",
-                {"request": request, "referer": referer_str(request)},
-                extra={"spider": spider},
-            )
-        elif self.logdupes:
-            self.logger.debug(
-                "Filtered duplicate request: %(request)s - no more duplicates will be shown"
-                " (see DUPEFILTER_DEBUG to show all duplicates)",
-                {"request": request},
-                extra={"spider": spider},
-            )
-            self.logdupes = False
-        self._inc("dupefilter/filtered")
-
-    def _inc(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)
 
 
 # -- the downloader middleware -------------------------------------------------------------
@@ -282,7 +98,7 @@ class UnchangedResponse(IgnoreRequest):
 def decision_meta(decision: Decision) -> dict[str, Any]:
     """A decision as ``response.meta["changewatch"]``: plain JSON types, picklable.
 
-    >>> from changewatch.model import Decision
+    >>> from changewatch.values import Decision
     >>> d = Decision("minor", "http://a.example/", b"\\x01" * 16, b"\\x02" * 32, 7, distance=2)
     >>> decision_meta(d)["kind"], decision_meta(d)["distance"], decision_meta(d)["parse"]
     ('minor', 2, True)

@@ -1,73 +1,54 @@
 """``ChangeWatch``: canonicalise, fingerprint, seen-set and snapshot store, composed.
 
-The decision flow (DESIGN.md, "One page, end to end"), cheapest step first:
+The orchestration of the three questions: ``mark_seen`` (the seen-set adapter),
+``should_parse`` (lookup → :mod:`changewatch.decide` → write, through the store port
+:class:`~changewatch.store.port.StorePort`) and the history around it. It takes its adapters
+as arguments (``store=``, ``seen=``) or builds them from URLs; it reads no environment
+(:meth:`ChangeWatch.from_env` asks :mod:`changewatch.config`, the edge that does).
 
-1. raw-bytes SHA-256 equals the stored one → ``unchanged`` (no HTML parsed at all);
-2. normalised-text SHA-256 equals the stored one → ``unchanged`` (the new raw hash is kept,
-   so the next identical re-render takes step 1);
-3. no stored row → ``new`` (``duplicate_of`` names another URL with the same content, else
-   the nearest stored page within ``minor_distance`` — at most 3, the reach of the band index);
-4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed``.
-
-A row fingerprinted under an older ``fingerprint_version`` cannot be compared by content
-hash: its hash was made by other rules. If the page's bytes equal the stored raw hash it is
-``unchanged`` (path ``"refingerprint"``) and the row is re-keyed in place — new content hash,
-SimHash and version, no history row. If the bytes differ too, the SimHash distance decides as
-in step 4 (old and new SimHash come from different rules, so the first fetch after a rule
-change can report ``minor`` or ``changed`` for a page whose visible text did not change;
-later fetches compare like with like).
-
-A batch reads its snapshots in one query and writes in one transaction. Writes are
-conditional on what was read (see :mod:`changewatch.store.store`); a batch that loses a
-race with another worker is rolled back and decided again on fresh data, so concurrent
-workers never lose a count or duplicate a version.
+A page with identical bytes is one autocommitted statement (the common re-crawl case). A
+batch reads its snapshots in one query and writes in one transaction; writes are conditional
+on what was read, so a batch that loses a race with another worker is rolled back and decided
+again on fresh data: concurrent workers never lose a count or duplicate a version.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from changewatch.batch import (
+    BatchPage,
+    BatchRules,
+    Fetched,
+    Html,
+    decide_batch,
+    prepare,
+    prepare_item,
+)
 from changewatch.conditional import conditional_request_headers, validators_from_headers
-from changewatch.config import (
-    DEFAULT_MAX_PAGE_BYTES,
-    DEFAULT_MINOR_DISTANCE,
-    SEEN_ON_ERROR,
-    SeenOnError,
-    Settings,
-    UrlPolicy,
-    check_settings,
-    load_settings,
+from changewatch.decide import (
+    DEFAULT_NEAR_LIMIT,
+    MAX_NEAR_DISTANCE,
+    check_near_distance,
+    decide_hit,
 )
 from changewatch.errors import (
     CanonVersionMismatchError,
     ConfigError,
     PageNotStoredError,
-    PageTooLargeError,
     SeenSetUnavailableError,
-    StoreConflictError,
+    TextNotStoredError,
     UnexpectedStatusError,
 )
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
-    Fingerprint,
     FingerprintPolicy,
-    content_sha256,
-    hamming,
-    is_binary,
-    normalise_markup,
-    simhash,
 )
-from changewatch.fingerprint import raw_sha256 as hash_raw
-from changewatch.model import DEFAULT_FLIP_WINDOW, Decision, DecisionKind, Version
 from changewatch.observe import (
     NULL_OBSERVER,
     Observer,
@@ -77,36 +58,32 @@ from changewatch.observe import (
 )
 from changewatch.schedule import DuePage
 from changewatch.seen import SeenSet, open_seen_set
-from changewatch.store import (
-    MAX_NEAR_DISTANCE,
-    Change,
-    NearCandidate,
-    NearDuplicate,
-    NewPage,
-    RawHit,
-    SnapshotStore,
-    StoreTransaction,
-    Touch,
-    WriteConflict,
-    nearest,
-    open_store,
-)
-from changewatch.store import schedule as schedule_queries
-from changewatch.store.history import reverted_to
-from changewatch.store.near import DEFAULT_NEAR_LIMIT, check_near_distance
-from changewatch.store.prune import PruneReport
-from changewatch.store.texts import PageText, write_texts
+from changewatch.store import StorePort, open_store
+from changewatch.textdiff import unified_text_diff
 from changewatch.urls import (
     CanonPolicy,
     canon_version,
     canonicalise,
     digest_canonical,
-    stored_url,
-    url_host,
 )
-from changewatch.versiondiff import VersionDiff, version_diff
+from changewatch.values import (
+    DEFAULT_DATABASE_URL,
+    DEFAULT_FLIP_WINDOW,
+    DEFAULT_MAX_PAGE_BYTES,
+    DEFAULT_MINOR_DISTANCE,
+    DEFAULT_SEEN_URL,
+    SEEN_ON_ERROR,
+    Decision,
+    NearDuplicate,
+    PruneReport,
+    SeenOnError,
+    UrlPolicy,
+    Version,
+    VersionDiff,
+    check_settings,
+)
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "ChangeWatch", "should_parse"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "BatchPage", "ChangeWatch", "should_parse"]
 
 log = logging.getLogger("changewatch")
 
@@ -116,34 +93,15 @@ DEFAULT_MAX_ATTEMPTS = 10
 #: Snapshot rows read on open to check they were keyed by the same canonicalisation rules.
 DEFAULT_CANON_CHECK_ROWS = 10_000
 
-Html = str | bytes
-#: A page for should_parse_many: (url, body) or (url, body, response headers).
-BatchPage = tuple[str, Html] | tuple[str, Html, Mapping[str, str] | None]
-
-
-@dataclass(slots=True)
-class _Page:
-    """One page of a batch, validated, with what is known of it so far."""
-
-    url: str
-    digest: bytes
-    html: Html
-    raw: bytes
-    content_type: str | None
-    etag: str | None
-    last_modified: str | None
-    text: str | None = None
-    content: bytes | None = None
-    fp: Fingerprint | None = None
-    binary: bool = False
-
 
 class ChangeWatch:
     """Decides, per fetched page, whether it needs parsing, and records the history.
 
     ``database_url`` and ``seen_url`` name the store and the seen-set; pass ``store=`` or
-    ``seen=`` instead to hand in adapters built elsewhere. ``clock`` returns the current
-    UTC time (tests pass a fixed one). The seen-set is opened on first use.
+    ``seen=`` instead to hand in adapters built elsewhere (any
+    :class:`~changewatch.store.port.StorePort`, any :class:`~changewatch.seen.SeenSet`).
+    ``clock`` returns the current UTC time (tests pass a fixed one). The seen-set is opened
+    on first use.
 
     ``seen_on_error`` (``"raise"`` or ``"assume-new"``) is what ``mark_seen`` does when a
     shared seen-set is unreachable. ``seen_precheck=True`` lets ``should_parse`` take a URL
@@ -169,7 +127,7 @@ class ChangeWatch:
         database_url: str | None = None,
         seen_url: str | None = None,
         *,
-        store: SnapshotStore | None = None,
+        store: StorePort | None = None,
         seen: SeenSet | None = None,
         minor_distance: int = DEFAULT_MINOR_DISTANCE,
         max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
@@ -188,19 +146,18 @@ class ChangeWatch:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if isinstance(flip_window, bool) or not isinstance(flip_window, int) or flip_window < 0:
             raise ConfigError(f"flip_window must be an integer >= 0, got {flip_window!r}")
-        self.flip_window = flip_window
         if seen_on_error not in SEEN_ON_ERROR:
             raise ConfigError(
                 f"seen_on_error must be one of {', '.join(SEEN_ON_ERROR)}, got {seen_on_error!r}"
             )
+        self.flip_window = flip_window
         self.seen_on_error = seen_on_error
         self.observer = observer or NULL_OBSERVER
         self.seen_precheck = seen_precheck
-        defaults = Settings()
-        self._seen_url = seen_url or defaults.seen_url
+        self._seen_url = seen_url or DEFAULT_SEEN_URL
         self._seen = seen
         self._seen_lock = threading.Lock()
-        self._store = store or open_store(database_url or defaults.database_url)
+        self._store: StorePort = store or open_store(database_url or DEFAULT_DATABASE_URL)
         self.minor_distance = minor_distance
         self.max_page_bytes = max_page_bytes
         self.url_policy = url_policy
@@ -214,25 +171,14 @@ class ChangeWatch:
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChangeWatch:
-        """Build from ``CHANGEWATCH_*`` environment variables (see :mod:`changewatch.config`)."""
-        settings = load_settings()
-        kwargs: dict[str, Any] = {
-            "database_url": settings.database_url,
-            "seen_url": settings.seen_url,
-            "minor_distance": settings.minor_distance,
-            "max_page_bytes": settings.max_page_bytes,
-            "url_policy": settings.url_policy,
-            "canon_policy": settings.canon_policy,
-            "fingerprint_policy": settings.fingerprint_policy,
-            "seen_on_error": settings.seen_on_error,
-            "store_text": settings.store_text,
-            "flip_window": settings.flip_window,
-        }
-        kwargs.update(overrides)
-        return cls(**kwargs)
+        """Build from ``CHANGEWATCH_*`` environment variables (see :mod:`changewatch.config`,
+        the one reader of the environment); keyword arguments override them."""
+        from changewatch.config import watch_arguments  # the edge: reads the environment
+
+        return cls(**(watch_arguments() | overrides))
 
     @property
-    def store(self) -> SnapshotStore:
+    def store(self) -> StorePort:
         """The snapshot store adapter."""
         return self._store
 
@@ -242,7 +188,10 @@ class ChangeWatch:
         if self._seen is None:
             with self._seen_lock:
                 if self._seen is None:
-                    self._seen = open_seen_set(self._seen_url)
+                    # An ageing seen-set reads "now" from the watch's clock too.
+                    self._seen = open_seen_set(
+                        self._seen_url, clock=lambda: self._clock().timestamp()
+                    )
         return self._seen
 
     # -- enqueue time -------------------------------------------------------------------
@@ -315,7 +264,7 @@ class ChangeWatch:
             self._clock(), page.digest, page.raw, FINGERPRINT_VERSION, etag, last_modified
         )
         if hit is not None:
-            return self._raw_unchanged(page, hit)
+            return decide_hit(page.url, page.digest, hit)
         return self._decide_batch([page])[0]
 
     @observed_decisions
@@ -324,14 +273,11 @@ class ChangeWatch:
 
         Each page is ``(url, html)`` or ``(url, html, headers)`` (response headers, for the
         validators; 304s go through :meth:`should_parse`). Answers equal those of one-by-one
-        calls in order, including a URL that appears twice. Every page is validated first; a
-        failing batch writes nothing.
+        calls in order, including a URL that appears twice. Every page is validated first (a
+        malformed item raises ``TypeError`` naming its index); a failing batch writes nothing.
+        Time and memory grow linearly with the batch.
         """
-        prepared = []
-        for item in pages:
-            url, html = item[0], item[1]
-            etag, last_modified = validators_from_headers(item[2] if len(item) > 2 else None)
-            prepared.append(self._prepare(url, html, None, etag, last_modified))
+        prepared = [prepare_item(i, item, self._prepare) for i, item in enumerate(pages)]
         # A URL repeated within the batch is decided after its earlier occurrence.
         rounds: list[list[int]] = []
         occurrences: dict[bytes, int] = {}
@@ -343,9 +289,8 @@ class ChangeWatch:
             rounds[n].append(index)
         decisions: list[Decision | None] = [None] * len(prepared)
         for indices in rounds:
-            for index, decision in zip(
-                indices, self._decide_batch([prepared[i] for i in indices]), strict=True
-            ):
+            batch = self._decide_batch([prepared[i] for i in indices])
+            for index, decision in zip(indices, batch, strict=True):
                 decisions[index] = decision
         return [d for d in decisions if d is not None]
 
@@ -380,8 +325,7 @@ class ChangeWatch:
         From the validators stored with its last fetch; ``{}`` for a page never stored or
         stored without validators.
         """
-        digest = digest_canonical(canonicalise(url, self.canon_policy))
-        stored = schedule_queries.validators_of(self._store, digest)
+        stored = self._store.validators(digest_canonical(canonicalise(url, self.canon_policy)))
         return {} if stored is None else conditional_request_headers(*stored)
 
     def due(
@@ -396,20 +340,46 @@ class ChangeWatch:
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be a non-negative integer, got {limit!r}")
-        return schedule_queries.due(self._store, now or self._clock(), limit, host)
+        return self._store.due(now or self._clock(), limit, host)
 
     def diff(
         self, url: str, from_version: int | None = None, to_version: int | None = None
     ) -> VersionDiff:
         """A unified diff of the stored texts of two versions (default: previous → current).
 
-        Needs ``store_text`` on when those versions were seen: ``TextNotStoredError`` if not;
-        ``PageNotStoredError`` for a page or version the store does not hold.
+        A page with a single version is diffed against nothing. Needs ``store_text`` on when
+        those versions were seen: ``TextNotStoredError`` if not; ``PageNotStoredError`` for a
+        page or version the store does not hold.
         """
         canonical = canonicalise(url, self.canon_policy)
-        return version_diff(
-            self._store, canonical, digest_canonical(canonical), from_version, to_version
+        versions = {v.version: v for v in self._store.history(digest_canonical(canonical))}
+        if not versions:
+            raise PageNotStoredError(canonical)
+        to_no = max(versions) if to_version is None else to_version
+        if from_version is None:
+            from_no = to_no - 1 if to_no - 1 in versions else 0
+        else:
+            from_no = from_version
+        for number in (from_no, to_no):
+            if number != 0 and number not in versions:
+                raise PageNotStoredError(
+                    canonical,
+                    f"{canonical!r} has no version {number} (stored: "
+                    f"{', '.join(str(n) for n in sorted(versions))})",
+                )
+        wanted = [versions[n] for n in (from_no, to_no) if n != 0]
+        texts = self._store.texts([v.content_sha256 for v in wanted])
+        missing = sorted({v.version for v in wanted if v.content_sha256 not in texts})
+        if missing:
+            raise TextNotStoredError(canonical, missing)
+        old, new = (versions.get(n) for n in (from_no, to_no))
+        lines = unified_text_diff(
+            "" if old is None else texts[old.content_sha256],
+            "" if new is None else texts[new.content_sha256],
+            _diff_label(canonical, old),
+            _diff_label(canonical, new),
         )
+        return VersionDiff(canonical, from_no, to_no, lines)
 
     def history(self, url: str) -> list[Version]:
         """Every stored version of a page, oldest first (empty if never stored)."""
@@ -499,23 +469,12 @@ class ChangeWatch:
         canonical = canonicalise(url, self.canon_policy)
         digest = digest_canonical(canonical)
         etag, last_modified = validators_from_headers(headers, etag, last_modified)
-        hit = schedule_queries.touch_not_modified(
-            self._store, self._clock(), digest, etag, last_modified
-        )
+        hit = self._store.touch_not_modified(self._clock(), digest, etag, last_modified)
         if hit is None:
             raise PageNotStoredError(
                 canonical, f"304 Not Modified for {canonical!r}, which was never stored"
             )
-        return Decision(
-            "unchanged",
-            canonical,
-            digest,
-            hit.content_sha256,
-            hit.simhash,
-            distance=0,
-            path="not-modified",
-            version=hit.version_count,
-        )
+        return decide_hit(canonical, digest, hit, "not-modified")
 
     def _prepare(
         self,
@@ -524,301 +483,40 @@ class ChangeWatch:
         content_type: str | None,
         etag: str | None,
         last_modified: str | None,
-    ) -> _Page:
-        if not isinstance(html, str | bytes):
-            raise TypeError(f"html must be str or bytes, not {type(html).__name__}")
-        canonical = canonicalise(url, self.canon_policy)
-        size = len(html) if isinstance(html, bytes) else len(html.encode("utf-8", "surrogatepass"))
-        if size > self.max_page_bytes:
-            raise PageTooLargeError(canonical, size, self.max_page_bytes)
-        return _Page(
-            canonical,
-            digest_canonical(canonical),
+    ) -> Fetched:
+        return prepare(
+            url,
             html,
-            hash_raw(html),
             content_type,
             etag,
             last_modified,
+            canon_policy=self.canon_policy,
+            max_page_bytes=self.max_page_bytes,
+            fingerprint_policy=self.fingerprint_policy,
         )
 
-    def _stored_url(self, canonical: str) -> str | None:
-        return stored_url(canonical, self.url_policy)
-
-    def _content(self, page: _Page) -> bytes:
-        """The page's normalised-text SHA-256 (parsing it once, on first need)."""
-        if page.content is None:
-            if is_binary(page.html, page.content_type):
-                # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
-                page.binary, page.text, page.content = True, "", page.raw
-            else:
-                page.text = normalise_markup(
-                    page.html, page.content_type, self.fingerprint_policy, host=url_host(page.url)
-                )
-                page.content = content_sha256(page.text)
-        return page.content
-
-    def _fingerprint(self, page: _Page) -> Fingerprint:
-        """The whole fingerprint; the SimHash is only computed when a decision needs it."""
-        if page.fp is None:
-            content = self._content(page)
-            assert page.text is not None
-            page.fp = Fingerprint(
-                page.raw, content, simhash(page.text), len(page.text), binary=page.binary
-            )
-        return page.fp
-
-    @staticmethod
-    def _raw_unchanged(page: _Page, hit: RawHit) -> Decision:
-        return Decision(
-            "unchanged",
-            page.url,
-            page.digest,
-            hit.content_sha256,
-            hit.simhash,
-            distance=0,
-            path="raw",
-            version=hit.version_count,
+    def _decide_batch(self, pages: Sequence[Fetched]) -> list[Decision]:
+        rules = BatchRules(
+            self.minor_distance,
+            self.url_policy,
+            self.canon_version,
+            self.flip_window,
+            self.store_text,
+            self._max_attempts,
         )
+        unseen = self._unseen if self.seen_precheck else None
+        return decide_batch(self._store, pages, rules, self._clock, unseen)
 
-    def _decide_batch(self, pages: Sequence[_Page]) -> list[Decision]:
-        for attempt in range(self._max_attempts):
-            try:
-                # The seen-set pre-check only on the first attempt: after a conflict, look up.
-                return self._attempt(pages, precheck=self.seen_precheck and attempt == 0)
-            except WriteConflict:
-                log.debug(
-                    "batch of %d lost a race (attempt %d); deciding again", len(pages), attempt + 1
-                )
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # jitter, not security
-        raise StoreConflictError(
-            f"a batch of {len(pages)} page(s) lost {self._max_attempts} races in a row "
-            "with other workers; nothing was written"
-        )
+    def _unseen(self, pages: Sequence[Fetched]) -> set[bytes]:
+        """The digests the seen-set never saw (the ``seen_precheck``)."""
+        return {p.digest for p in pages if p.digest not in self.seen}
 
-    def _attempt(self, pages: Sequence[_Page], *, precheck: bool = False) -> list[Decision]:
-        """Decide a batch in one transaction; :class:`WriteConflict` if a page moved meanwhile.
 
-        Batches read their snapshots in one ``SELECT`` (locking the rows, in digest order, on
-        Postgres) rather than trying the one-statement fast path first: two statements that
-        each lock rows in digest order would not lock them in one global order, and
-        concurrent batches could deadlock.
-        """
-        now = self._clock()
-        # With seen_precheck, a URL the seen-set never saw is taken as new without reading
-        # its snapshot; if it was stored after all, the insert conflicts and the batch is
-        # decided again with the lookup.
-        unseen = set() if not precheck else {p.digest for p in pages if p.digest not in self.seen}
-        with self._store.transaction() as tx:
-            snapshots = tx.lookup([p.digest for p in pages if p.digest not in unseen])
-            decided: dict[bytes, Decision] = {}
-            new: list[NewPage] = []
-            touches: list[Touch] = []
-            changes: list[Change] = []
-            for page in pages:
-                snap = snapshots.get(page.digest)
-                if snap is None:
-                    fp = self._fingerprint(page)
-                    new.append(
-                        NewPage(
-                            page.digest,
-                            url_host(page.url),
-                            self._stored_url(page.url),
-                            self.canon_version,
-                            fp,
-                            page.etag,
-                            page.last_modified,
-                        )
-                    )
-                    decided[page.digest] = Decision(
-                        "new", page.url, page.digest, fp.content_sha256, fp.simhash, path="new"
-                    )
-                    continue
-                same_rules = snap.fingerprint_version == FINGERPRINT_VERSION
-                if same_rules and snap.raw_sha256 == page.raw:
-                    path = "raw"
-                elif same_rules and self._content(page) == snap.content_sha256:
-                    path = "normalised"
-                elif not same_rules and snap.raw_sha256 == page.raw:
-                    # Same bytes, older rules: unchanged; re-key the row to the new rules.
-                    fp = self._fingerprint(page)
-                    touches.append(
-                        Touch(
-                            page.digest,
-                            snap.version_count,
-                            page.raw,
-                            page.etag,
-                            page.last_modified,
-                            fp=fp,
-                        )
-                    )
-                    decided[page.digest] = Decision(
-                        "unchanged",
-                        page.url,
-                        page.digest,
-                        fp.content_sha256,
-                        fp.simhash,
-                        distance=0,
-                        path="refingerprint",
-                        version=snap.version_count,
-                    )
-                    continue
-                else:
-                    path = ""
-                if path:
-                    touches.append(
-                        Touch(
-                            page.digest, snap.version_count, page.raw, page.etag, page.last_modified
-                        )
-                    )
-                    decided[page.digest] = Decision(
-                        "unchanged",
-                        page.url,
-                        page.digest,
-                        snap.content_sha256,
-                        snap.simhash,
-                        distance=0,
-                        path=path,
-                        version=snap.version_count,
-                    )
-                    continue
-                fp = self._fingerprint(page)
-                distance = hamming(fp.simhash, snap.simhash)
-                kind: DecisionKind = "minor" if distance <= self.minor_distance else "changed"
-                if fp.binary:
-                    kind = "changed"  # a binary body has no SimHash: other bytes, other content
-                changes.append(
-                    Change(
-                        page.digest,
-                        snap.version_count,
-                        fp,
-                        kind,
-                        distance,
-                        snap.last_seen,
-                        page.etag,
-                        page.last_modified,
-                        host=snap.host,
-                    )
-                )
-                decided[page.digest] = Decision(
-                    kind,
-                    page.url,
-                    page.digest,
-                    fp.content_sha256,
-                    fp.simhash,
-                    distance=distance,
-                    path="simhash",
-                    version=snap.version_count + 1,
-                )
-            if changes and self.flip_window:
-                changes = self._mark_reversions(tx, changes, decided)
-            decisions = [decided[p.digest] for p in pages]
-            if new:
-                # One statement for exact and near copies. Pages without text (empty, or
-                # binary) have no meaningful SimHash: only exact copies are looked up for them,
-                # which also keeps their shared SimHash from matching every such page.
-                near = tx.near_candidates(
-                    [n.fp.simhash for n in new if n.fp.text_length > 0],
-                    [n.fp.content_sha256 for n in new],
-                )
-                textless = {n.url_digest for n in new if n.fp.text_length == 0}
-                decisions = self._with_duplicates(near, textless, decisions)
-            tx.write(now, new, touches, changes)
-            if self.store_text:
-                write_texts(tx, now, self._texts(pages, decisions))
-        return decisions
-
-    def _mark_reversions(
-        self, tx: StoreTransaction, changes: list[Change], decided: dict[bytes, Decision]
-    ) -> list[Change]:
-        """Set ``reverted_to`` on changes back to one of the page's last ``flip_window``
-        versions: one indexed read of those versions' hashes for the changed pages only."""
-        recent = tx.recent_contents(
-            [c.url_digest for c in changes], self.flip_window, FINGERPRINT_VERSION
-        )
-        marked = []
-        for change in changes:
-            earlier = reverted_to(change.fp.content_sha256, recent.get(change.url_digest, ()))
-            if earlier is not None:
-                change = dataclasses.replace(change, reverted_to=earlier)
-                decided[change.url_digest] = dataclasses.replace(
-                    decided[change.url_digest], reverted_to=earlier
-                )
-            marked.append(change)
-        return marked
-
-    def _texts(self, pages: Sequence[_Page], decisions: Sequence[Decision]) -> list[PageText]:
-        """The normalised texts of the new versions in a batch (computed already; never binary)."""
-        return [
-            PageText(page.fp.content_sha256, page.text, page.fp.version)
-            for page, d in zip(pages, decisions, strict=True)
-            if d.kind != "unchanged" and page.fp is not None and page.text and not page.binary
-        ]
-
-    def _with_duplicates(
-        self,
-        near: list[NearCandidate],
-        textless: set[bytes],
-        decisions: list[Decision],
-    ) -> list[Decision]:
-        """Fill ``duplicate_of`` for new pages as one-by-one calls would.
-
-        The page with the same content and the smallest URL digest, else (for pages with
-        text) the nearest page within ``minor_distance`` (capped at 3; ties by smallest
-        digest). Candidates are the stored rows as they were before the batch, updated with
-        the pages decided earlier in the batch (their new fingerprints replace the stored
-        ones). One gap remains: if the smallest-digest holder of a content changed earlier in
-        the batch, the next holder is only known when it is also a band candidate.
-        """
-        radius = min(self.minor_distance, MAX_NEAR_DISTANCE)
-        exact: dict[bytes, dict[bytes, str]] = {}
-        content_of: dict[bytes, bytes] = {}
-        pool: dict[bytes, NearCandidate] = {}
-        for c in near:
-            name = c.url or c.url_digest.hex()
-            pool[c.url_digest] = NearCandidate(c.url_digest, name, c.simhash, c.content_sha256)
-            exact.setdefault(c.content_sha256, {})[c.url_digest] = name
-            content_of[c.url_digest] = c.content_sha256
-        out = []
-        for d in decisions:
-            if d.kind == "new":
-                holders = exact.get(d.content_sha256, {})
-                if holders:
-                    other: str | None = holders[min(holders)]
-                elif d.url_digest in textless:
-                    other = None
-                else:
-                    found = nearest(d.simhash, list(pool.values()), radius, d.url_digest, 1)
-                    other = found[0].url if found else None
-                if other is not None:
-                    d = Decision(
-                        d.kind,
-                        d.url,
-                        d.url_digest,
-                        d.content_sha256,
-                        d.simhash,
-                        duplicate_of=other,
-                        path=d.path,
-                    )
-            if d.kind != "unchanged" or d.path == "refingerprint":
-                self._replace_candidate(exact, content_of, pool, d)
-            out.append(d)
-        return out
-
-    def _replace_candidate(
-        self,
-        exact: dict[bytes, dict[bytes, str]],
-        content_of: dict[bytes, bytes],
-        pool: dict[bytes, NearCandidate],
-        d: Decision,
-    ) -> None:
-        """Make a page decided earlier in the batch a candidate with its new fingerprint."""
-        old = content_of.get(d.url_digest)
-        if old is not None:
-            exact[old].pop(d.url_digest, None)
-        name = self._stored_url(d.url) or d.url_digest.hex()
-        exact.setdefault(d.content_sha256, {})[d.url_digest] = name
-        content_of[d.url_digest] = d.content_sha256
-        pool[d.url_digest] = NearCandidate(d.url_digest, name, d.simhash, d.content_sha256)
+def _diff_label(canonical: str, version: Version | None) -> str:
+    if version is None:
+        return f"{canonical} (nothing stored before version 1)"
+    seen = version.first_seen.isoformat()
+    return f"{canonical} version {version.version} ({version.kind}, {seen})"
 
 
 def _utcnow() -> datetime:

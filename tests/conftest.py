@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import shared_corpus
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
@@ -41,6 +42,18 @@ class Clock:
         """Move the clock forward and return the new time."""
         self.now += timedelta(seconds=seconds)
         return self.now
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``corpus`` are skipped when the shared corpus is absent (see
+    :mod:`shared_corpus`), naming ``CHANGEWATCH_CORPUS`` and ``../shared/corpus``."""
+    del config
+    if shared_corpus.PRESENT:
+        return
+    skip = pytest.mark.skip(reason=shared_corpus.REASON)
+    for item in items:
+        if item.get_closest_marker("corpus") is not None:
+            item.add_marker(skip)
 
 
 def _in_ci() -> bool:

@@ -25,8 +25,8 @@ from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.demo.site import HOME_PATH, DemoServer, Site, changed_site, first_site
 from changewatch.errors import ChangewatchError, ConfigError
-from changewatch.model import Version
 from changewatch.observe import Observer
+from changewatch.values import Version
 from changewatch.watch import ChangeWatch
 
 __all__ = [

@@ -24,15 +24,27 @@ import numpy as np
 
 __all__ = [
     "MAX_FEATURE_WEIGHT",
+    "MAX_NEAR_DISTANCE",
+    "SIMHASH_BANDS",
+    "SIMHASH_BAND_BITS",
     "feature_hash",
     "hamming",
     "simhash",
+    "simhash_band",
     "simhash_features",
     "simhash_of_features",
 ]
 
 #: Cap on a SimHash feature's weight (its occurrence count in the page).
 MAX_FEATURE_WEIGHT = 255
+
+#: The 64-bit SimHash is indexed as this many bands (DESIGN.md, Storage: Manku et al. 2007).
+SIMHASH_BANDS = 4
+#: Bits per band: 64 / SIMHASH_BANDS.
+SIMHASH_BAND_BITS = 16
+#: The largest distance the band index finds every match for: bands − 1 (pigeonhole).
+MAX_NEAR_DISTANCE = SIMHASH_BANDS - 1
+_BAND_MASK = (1 << SIMHASH_BAND_BITS) - 1
 
 _WORD_RE = re.compile(r"\w+")
 
@@ -296,3 +308,17 @@ def hamming(a: int, b: int) -> int:
     2
     """
     return ((a ^ b) & 0xFFFF_FFFF_FFFF_FFFF).bit_count()
+
+
+def simhash_band(value: int, band: int) -> int:
+    """Band ``band`` (0 = most significant) of an unsigned 64-bit SimHash: 16 bits.
+
+    By the pigeonhole principle, two 64-bit values within Hamming distance 3 differ in at
+    most 3 of the 4 bands, so they agree on at least one (Manku, Jain, Das Sarma, WWW 2007).
+
+    >>> [simhash_band(0x0123_4567_89AB_CDEF, b) for b in range(4)] == [
+    ...     0x0123, 0x4567, 0x89AB, 0xCDEF]
+    True
+    """
+    shift = SIMHASH_BAND_BITS * (SIMHASH_BANDS - 1 - band)
+    return (value >> shift) & _BAND_MASK

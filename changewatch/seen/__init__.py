@@ -4,18 +4,30 @@ Every backend implements :class:`SeenSet` over 16-byte URL digests
 (:func:`changewatch.urls.url_digest`; a ``str`` given instead is canonicalised and digested).
 :func:`open_seen_set` builds one from a URL:
 
-``memory:``
+``memory:`` (``kind=exact``)
     an exact in-process set (:class:`MemorySeenSet`);
+``memory:?kind=bloom&capacity=N&error_rate=P``
+    an in-process Bloom filter that grows by equal filters when full (:class:`MemoryBloomSeenSet`);
 ``file:PATH?kind=exact``
     an exact set persisted to ``PATH`` (:class:`FileExactSeenSet`);
 ``file:PATH?kind=bloom&capacity=N&error_rate=P[&scalable=1]``
     a Bloom filter persisted to ``PATH`` (:class:`FileBloomSeenSet`); ``scalable=1`` chains
     sub-filters past the capacity instead of letting the error rate grow;
 ``redis://host:port/db?kind=set|bloom&key=NAME&capacity=N&error_rate=P&ttl=SECONDS``
-    shared by every worker (:mod:`changewatch.seen.redis`, needs the ``redis`` extra).
+    shared by every worker (:mod:`changewatch.seen.redis`, needs the ``redis`` extra; also
+    ``timeout``, ``blocks``, ``replay_s``);
+``…?kind=route&exact_hosts=H1,.domain&…`` or ``…?kind=route&policy=PATH.toml``
+    on any of them: listed hosts to an exact set, the rest to a Bloom filter
+    (:mod:`changewatch.seen.routed`).
 
-File options: ``checkpoint_s=SECONDS`` saves at most that long after an addition (default
-30); ``checkpoint=N`` also saves every N additions; and ``close()`` always saves.
+On every backend ``max_age=DURATION&window=DURATION`` (``7d``, ``12h``, ``90``…; ``window``
+defaults to ``max_age / 4`` and must divide it) forgets each entry between ``max_age`` and
+``max_age + window`` after it was added (:mod:`changewatch.seen.ageing`); "now" is
+``open_seen_set(url, clock=…)``'s clock. File options: ``checkpoint_s=SECONDS`` saves at most
+that long after an addition (default 30); ``checkpoint=N`` also saves every N additions; and
+``close()`` always saves. Exact sets also ``forget(item)`` / ``forget_many(items)``; Bloom
+filters raise :class:`~changewatch.errors.ForgetNotSupportedError` there. A malformed option
+raises :class:`~changewatch.errors.ConfigError` naming it. docs/seen-sets.md has the table.
 """
 
 from __future__ import annotations
@@ -24,18 +36,40 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote
 
+from changewatch.seen.ageing import Ageing, Clock
 from changewatch.seen.file import (
-    DEFAULT_BLOOM_CAPACITY,
-    DEFAULT_BLOOM_ERROR_RATE,
     DEFAULT_CHECKPOINT_ITEMS,
     DEFAULT_CHECKPOINT_S,
-    FileBloomSeenSet,
     FileExactSeenSet,
 )
-from changewatch.seen.memory import MemorySeenSet
+from changewatch.seen.file_bloom import (
+    DEFAULT_BLOOM_CAPACITY,
+    DEFAULT_BLOOM_ERROR_RATE,
+    FileBloomSeenSet,
+)
+from changewatch.seen.memory import (
+    DEFAULT_MEMORY_BLOOM_CAPACITY,
+    DEFAULT_MEMORY_BLOOM_ERROR_RATE,
+    MemoryBloomSeenSet,
+    MemorySeenSet,
+)
 from changewatch.seen.options import SeenURL
+from changewatch.seen.routed import RoutedSeenSet, RoutePolicy, open_routed
 
-__all__ = ["FileBloomSeenSet", "FileExactSeenSet", "MemorySeenSet", "SeenSet", "open_seen_set"]
+_SCHEMES = ("memory", "file", "redis", "rediss", "redis+cluster")
+
+__all__ = [
+    "Ageing",
+    "Clock",
+    "FileBloomSeenSet",
+    "FileExactSeenSet",
+    "MemoryBloomSeenSet",
+    "MemorySeenSet",
+    "RoutePolicy",
+    "RoutedSeenSet",
+    "SeenSet",
+    "open_seen_set",
+]
 
 
 @runtime_checkable
@@ -53,25 +87,29 @@ class SeenSet(Protocol):
 
     def stats(self) -> Mapping[str, Any]:
         """``kind``, ``capacity``, ``items``, ``bits``, ``bytes``, ``error_rate`` (configured)
-        and ``estimated_error_rate`` (at the current fill), plus backend figures."""
+        and ``estimated_error_rate`` (at the current fill), plus backend figures; an ageing
+        set adds ``max_age_s``, ``window_s``, ``live_generations`` and ``generations``."""
 
     def close(self) -> None:
         """Persist (where the backend does) and release resources."""
 
 
-def open_seen_set(url: str) -> SeenSet:
+def open_seen_set(url: str, *, clock: Clock | None = None) -> SeenSet:
     """Build a seen-set from its URL; :class:`~changewatch.errors.ConfigError` if malformed.
+
+    ``clock`` (seconds since the epoch; default :func:`time.time`) is what an ageing seen-set
+    reads "now" from.
 
     >>> open_seen_set("memory:").stats()["kind"]
     'memory-exact'
     """
     parsed = SeenURL(url)
+    if parsed.options.get("kind") == "route" and parsed.scheme in _SCHEMES:
+        return open_routed(parsed, clock, open_seen_set)
     if parsed.scheme == "memory":
-        parsed.choice("kind", "exact", ("exact",))
-        parsed.done()
-        return MemorySeenSet()
+        return _open_memory(parsed, clock)
     if parsed.scheme == "file":
-        return _open_file(parsed)
+        return _open_file(parsed, clock)
     if parsed.scheme in ("redis", "rediss", "redis+cluster"):
         try:
             from changewatch.seen.redis import open_redis_seen_set
@@ -79,11 +117,25 @@ def open_seen_set(url: str) -> SeenSet:
             raise parsed.error(
                 "redis:// seen-sets need the redis extra: pip install 'changewatch[redis]'"
             ) from exc
-        return open_redis_seen_set(parsed)
+        return open_redis_seen_set(parsed, clock=clock)
     raise parsed.error(f"unknown scheme {parsed.scheme!r} (expected memory:, file: or redis://)")
 
 
-def _open_file(parsed: SeenURL) -> SeenSet:
+def _open_memory(parsed: SeenURL, clock: Clock | None) -> SeenSet:
+    kind = parsed.choice("kind", "exact", ("exact", "bloom"))
+    ageing = parsed.ageing()
+    if kind == "exact":
+        parsed.done()
+        return MemorySeenSet(ageing=ageing, clock=clock)
+    capacity = parsed.integer("capacity", DEFAULT_MEMORY_BLOOM_CAPACITY)
+    assert capacity is not None
+    error_rate = parsed.rate("error_rate", DEFAULT_MEMORY_BLOOM_ERROR_RATE)
+    parsed.done()
+    return MemoryBloomSeenSet(capacity=capacity, error_rate=error_rate, ageing=ageing, clock=clock)
+
+
+def file_path(parsed: SeenURL) -> str:
+    """The path a ``file:`` URL names (``file:PATH`` or ``file://PATH``)."""
     rest = parsed.url.partition(":")[2]
     path = (
         unquote(parsed.parts.netloc + parsed.parts.path)
@@ -92,16 +144,26 @@ def _open_file(parsed: SeenURL) -> SeenSet:
     )
     if not path:
         raise parsed.error("names no file")
+    return path
+
+
+def _open_file(parsed: SeenURL, clock: Clock | None) -> SeenSet:
+    path = file_path(parsed)
     kind = parsed.choice("kind", "exact", ("exact", "bloom"))
     checkpoint = parsed.integer("checkpoint", DEFAULT_CHECKPOINT_ITEMS)
     checkpoint_s = parsed.seconds("checkpoint_s", DEFAULT_CHECKPOINT_S)
+    ageing = parsed.ageing()
     if kind == "exact":
         parsed.done()
-        return FileExactSeenSet(path, checkpoint_items=checkpoint, checkpoint_s=checkpoint_s)
+        return FileExactSeenSet(
+            path, checkpoint_items=checkpoint, checkpoint_s=checkpoint_s, ageing=ageing, clock=clock
+        )
     capacity = parsed.integer("capacity", DEFAULT_BLOOM_CAPACITY)
     assert capacity is not None
     error_rate = parsed.rate("error_rate", DEFAULT_BLOOM_ERROR_RATE)
     scalable = parsed.flag("scalable", False)
+    if scalable and ageing is not None:
+        raise parsed.error("scalable= does not combine with max_age= (ageing generations grow)")
     parsed.done()
     return FileBloomSeenSet(
         path,
@@ -110,4 +172,6 @@ def _open_file(parsed: SeenURL) -> SeenSet:
         scalable=scalable,
         checkpoint_items=checkpoint,
         checkpoint_s=checkpoint_s,
+        ageing=ageing,
+        clock=clock,
     )

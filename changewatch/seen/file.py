@@ -1,11 +1,21 @@
-"""Seen-sets persisted to a file: an exact set, and Bloom filters (fixed or scalable).
+"""Seen-sets persisted to a file: the shared machinery, and the exact set.
 
-Both keep the set in memory and save it atomically — a temporary file beside the target,
-``fsync``, rename over the target, ``fsync`` of the directory — on ``close()``, on
-``save()``, every ``checkpoint_s`` seconds while additions arrive (default 30) and, if
-``checkpoint_items`` is given, every that many additions, so a crash at any moment leaves the old
-or the new file, never a broken one. One process at a time may hold a file open (an
-exclusive ``flock`` on ``PATH.lock``); a second is refused with a clear error.
+The Bloom filters (:mod:`changewatch.seen.file_bloom`) and the exact set keep the set in
+memory and save it atomically — a temporary file beside the target, ``fsync``, rename over
+the target, ``fsync`` of the directory — on ``close()``, on ``save()``, every
+``checkpoint_s`` seconds while additions arrive (default 30) and, if ``checkpoint_items`` is
+given, every that many additions, so a crash at any moment leaves the old or the new file,
+never a broken one. One process at a time may hold a file open (an exclusive ``flock`` on
+``PATH.lock``); a second is refused with a clear error.
+
+A path that is a symlink is resolved when the set is opened: the lock, the temporary file and
+the rename are those of the file the link names, so the link stays a link and opening the
+link and its target are refused alike. The lock belongs to the process that opened the set:
+a child forked from it (``multiprocessing``'s fork start method, Scrapy or Celery workers)
+inherits the object but may not use it — every operation there raises
+:class:`~changewatch.errors.SeenSetError`, and its ``close()`` lets go of the inherited
+descriptor without saving and without releasing the parent's lock. Open the seen-set in
+the child, after the fork (one process at a time), or share one through ``redis://``.
 
 Exact-set file (integers big-endian)::
 
@@ -18,11 +28,11 @@ Exact-set file (integers big-endian)::
     24      32    SHA-256 of the body
     56      16·n  body: the digests, sorted
 
-Bloom file: ``b"CWBLOOMS"``, format version (2 bytes), scalable flag (1), reserved (5),
-configured capacity (8), configured error rate (8, IEEE double), number of sub-filters (4),
-SHA-256 of the rest (32), then each sub-filter as a length-prefixed (8 bytes)
-:meth:`changewatch.bloom.BloomFilter.to_bytes` image, which carries its own version, hash
-scheme, m, k, capacity, error rate, item count and checksum.
+An ageing exact set (``max_age=…``) is format version 2: magic, version (2), kind (1),
+reserved (5), max_age and window in seconds (8 each, IEEE doubles), the newest generation
+written (8, signed; −2⁶³: none), the number of generations (4), the SHA-256 of the body (32);
+then per generation its number (8, signed), its count n (8) and its 16·n digests, sorted.
+Opening a file with other ageing parameters than it was made with (or none) is refused.
 
 A file that is truncated, corrupt (checksum), foreign, of another version or of the other
 kind raises :class:`~changewatch.errors.SeenSetError` naming the problem — never an empty set.
@@ -32,8 +42,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import logging
-import math
 import os
 import struct
 import threading
@@ -42,52 +50,47 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from changewatch.bloom import BloomFilter
 from changewatch.errors import SeenSetError
-from changewatch.seen.digests import (
-    DIGEST_SIZE,
-    add_to_set,
-    set_contains,
-    to_digest,
-    to_digests,
-)
+from changewatch.seen.ageing import Ageing, Clock, system_clock
+from changewatch.seen.digests import DIGEST_SIZE, to_digest, to_digests
+from changewatch.seen.generations import ExactGenerations
 
 __all__ = [
-    "DEFAULT_BLOOM_CAPACITY",
-    "DEFAULT_BLOOM_ERROR_RATE",
     "DEFAULT_CHECKPOINT_ITEMS",
     "DEFAULT_CHECKPOINT_S",
-    "FileBloomSeenSet",
     "FileExactSeenSet",
+    "decode",
+    "decode_generations",
+    "encode",
+    "encode_generations",
 ]
-
-log = logging.getLogger("changewatch")
 
 MAGIC = b"CWSEEN\r\n"
 FORMAT_VERSION = 1
+AGEING_FORMAT_VERSION = 2
 KIND_EXACT = 1
 _HEADER = struct.Struct(">8sHB5sQ32s")
+# Version 2: magic, version, kind, reserved, max_age, window, newest generation, generations.
+_HEADER_V2 = struct.Struct(">8sHB5sddqI32s")
+_GENERATION = struct.Struct(">qQ")  # generation number, digests in it
+_NO_TOP = -(2**63)  # "no generation written yet"
 
 BLOOM_MAGIC = b"CWBLOOMS"
-BLOOM_FORMAT_VERSION = 1
-_BLOOM_HEADER = struct.Struct(">8sHB5sQdI32s")
-_LENGTH = struct.Struct(">Q")
+BLOOM_GENERATIONS_MAGIC = b"CWBLOOMG"
 
 #: Seconds between automatic saves while additions arrive. A time interval rather than a
 #: count, because a save rewrites the whole file: 18 MB for a 10M-URL filter at p = 0.001.
 DEFAULT_CHECKPOINT_S = 30.0
 #: Additions between automatic saves (off unless given).
 DEFAULT_CHECKPOINT_ITEMS: int | None = None
-#: Capacity and error rate of a ``file:…?kind=bloom`` filter when the URL names none.
-DEFAULT_BLOOM_CAPACITY = 1_000_000
-DEFAULT_BLOOM_ERROR_RATE = 0.001
-#: Scalable filters (Almeida et al., "Scalable Bloom Filters", 2007): each new sub-filter
-#: has GROWTH times the capacity of the last and TIGHTENING times its error rate; sub-filter
-#: i gets SCALABLE_MARGIN·p·(1−r)·rⁱ, so the compound rate stays under 0.9·p — the margin
-#: absorbs the rounding of k and the noise of a fill-based estimate.
-SCALABLE_MARGIN = 0.9
-SCALABLE_GROWTH = 2
-SCALABLE_TIGHTENING = 0.5
+
+
+def _resolve(path: Path) -> Path:
+    """The absolute path with every symlink followed (a missing file: where it will be)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise SeenSetError(f"cannot resolve seen-set path {path}: {exc}") from exc
 
 
 class _FileSeenSet:
@@ -98,7 +101,8 @@ class _FileSeenSet:
     def __init__(
         self, path: str | os.PathLike[str], checkpoint_items: int | None, checkpoint_s: float
     ) -> None:
-        self.path = Path(path)
+        self.path = _resolve(Path(path))
+        self._owner_pid = os.getpid()
         self._checkpoint_items = checkpoint_items
         self._checkpoint_s = checkpoint_s
         self._last_save = time.monotonic()
@@ -124,8 +128,20 @@ class _FileSeenSet:
         return fd
 
     def _release_lock(self) -> None:
-        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        if os.getpid() == self._owner_pid:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        # In a forked child only the inherited descriptor goes: the parent's lock stays.
         os.close(self._lock_fd)
+
+    def _check_owner(self) -> None:
+        """Refuse a forked child: its copy of the set and of the lock are the parent's."""
+        if os.getpid() != self._owner_pid:
+            raise SeenSetError(
+                f"seen-set file {self.path} was opened by process {self._owner_pid}; this "
+                f"process ({os.getpid()}) is a fork of it and may not use it (its adds would "
+                "be lost, and its saves would overwrite the parent's): open the seen-set in "
+                "this process after the fork, or share one through a redis:// seen-set"
+            )
 
     def _read(self) -> bytes | None:
         """The file's bytes, or None when it does not exist yet."""
@@ -137,6 +153,7 @@ class _FileSeenSet:
             raise SeenSetError(f"cannot read seen-set file {self.path}: {exc.strerror}") from exc
 
     def _check_open(self) -> None:
+        self._check_owner()
         if self._closed:
             raise SeenSetError(f"seen-set {self.path} is closed")
 
@@ -182,7 +199,15 @@ class _FileSeenSet:
             self._save()
 
     def close(self) -> None:
-        """Save and release the file; later calls do nothing."""
+        """Save and release the file; later calls do nothing.
+
+        In a process forked from the one that opened it: only drop the inherited descriptor.
+        """
+        if os.getpid() != self._owner_pid:
+            if not self._closed:
+                self._closed = True
+                os.close(self._lock_fd)
+            return
         with self._lock:
             if self._closed:
                 return
@@ -195,7 +220,9 @@ class _FileSeenSet:
 
 
 class FileExactSeenSet(_FileSeenSet):
-    """Exact seen-set kept in memory and persisted to ``path``. Thread-safe."""
+    """Exact seen-set kept in memory and persisted to ``path``. Thread-safe; may age."""
+
+    exact = True
 
     def __init__(
         self,
@@ -203,14 +230,32 @@ class FileExactSeenSet(_FileSeenSet):
         *,
         checkpoint_items: int | None = DEFAULT_CHECKPOINT_ITEMS,
         checkpoint_s: float = DEFAULT_CHECKPOINT_S,
+        ageing: Ageing | None = None,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__(path, checkpoint_items, checkpoint_s)
+        self._clock = clock or system_clock
+        self._generations = ExactGenerations(ageing)
         try:
             data = self._read()
-            self._items = set() if data is None else set(decode(data, str(self.path)))
+            if data is not None:
+                self._generations.load(*decode_generations(data, str(self.path), ageing))
         except BaseException:
             self._release_lock()
             raise
+
+    @property
+    def ageing(self) -> Ageing | None:
+        """The ageing parameters, or None for a set that never forgets by itself."""
+        return self._generations.ageing
+
+    @property
+    def _items(self) -> set[bytes]:
+        """Every digest held (one set; a copy when ageing spreads them over generations)."""
+        held = self._generations.generations
+        if len(held) == 1:
+            return next(iter(held.values()))
+        return set().union(*held.values())
 
     def add(self, item: str | bytes) -> bool:
         return self.add_many([item])[0]
@@ -219,22 +264,57 @@ class FileExactSeenSet(_FileSeenSet):
         batch = to_digests(items)  # every item checked before any is added
         with self._lock:
             self._check_open()
-            out = add_to_set(self._items, batch)
+            dropped = self._generations.expire(self._clock())
+            out = self._generations.add_many(batch, self._clock())
+            self._added(sum(out) + dropped)
+        return out
+
+    def forget(self, item: str | bytes) -> bool:
+        """Remove a URL or digest; True when it was there (the next add answers new)."""
+        return self.forget_many([item])[0]
+
+    def forget_many(self, items: Iterable[str | bytes]) -> list[bool]:
+        """``forget`` for several; every item checked before any is removed; saved as adds are."""
+        batch = to_digests(items)
+        with self._lock:
+            self._check_open()
+            out = self._generations.forget_many(batch)
             self._added(sum(out))
         return out
 
+    def members(self) -> set[bytes]:
+        """Every digest held in a live generation (a copy)."""
+        self._check_owner()
+        with self._lock:
+            self._generations.expire(self._clock())
+            return set(self._items)
+
     def __contains__(self, item: object) -> bool:
-        return set_contains(self._items, item)
+        self._check_owner()
+        if isinstance(item, str):
+            item = to_digest(item)
+        if not isinstance(item, bytes):
+            return False
+        with self._lock:
+            return self._generations.contains(item, self._clock())
 
     def __len__(self) -> int:
-        return len(self._items)
+        with self._lock:
+            self._generations.expire(self._clock())
+            return len(self._generations)
 
     def _image(self) -> bytes:
-        return encode(self._items)
+        ageing = self._generations.ageing
+        if ageing is None:
+            return encode(self._items)
+        return encode_generations(ageing, self._generations.generations, self._generations.top)
 
     def stats(self) -> Mapping[str, Any]:
-        n = len(self._items)
-        return {
+        self._check_owner()
+        with self._lock:
+            rows = self._generations.rows(self._clock())
+        n = sum(row["entries"] for row in rows)
+        stats: dict[str, Any] = {
             "kind": "file-exact",
             "path": str(self.path),
             "items": n,
@@ -245,210 +325,19 @@ class FileExactSeenSet(_FileSeenSet):
             "estimated_error_rate": 0.0,
             "unsaved": self._unsaved,
         }
-
-
-class FileBloomSeenSet(_FileSeenSet):
-    """A Bloom filter seen-set persisted to ``path``: fixed capacity, or scalable.
-
-    A fixed filter keeps answering past its capacity with a growing false-positive rate:
-    ``stats()["estimated_error_rate"]`` reports it from the real fill, and a warning is
-    logged once it exceeds ``error_rate``. A scalable one (``scalable=True``) starts a new,
-    larger and tighter sub-filter whenever the last one is full, so the compound rate stays
-    under ``error_rate``.
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        capacity: int = DEFAULT_BLOOM_CAPACITY,
-        error_rate: float = DEFAULT_BLOOM_ERROR_RATE,
-        scalable: bool = False,
-        checkpoint_items: int | None = DEFAULT_CHECKPOINT_ITEMS,
-        checkpoint_s: float = DEFAULT_CHECKPOINT_S,
-    ) -> None:
-        super().__init__(path, checkpoint_items, checkpoint_s)
-        self.capacity = capacity
-        self.error_rate = error_rate
-        self.scalable = scalable
-        self._warned = False
-        try:
-            data = self._read()
-            if data is None:
-                self._filters = [BloomFilter(capacity, self._sub_rate(0))]
-            else:
-                self._filters = self._decode(data)
-        except BaseException:
-            self._release_lock()
-            raise
-
-    def _sub_rate(self, index: int) -> float:
-        if not self.scalable:
-            return self.error_rate
-        return (
-            SCALABLE_MARGIN
-            * self.error_rate
-            * (1 - SCALABLE_TIGHTENING)
-            * SCALABLE_TIGHTENING**index
-        )
-
-    def _grow(self) -> BloomFilter:
-        index = len(self._filters)
-        bloom = BloomFilter(self.capacity * SCALABLE_GROWTH**index, self._sub_rate(index))
-        self._filters.append(bloom)
-        return bloom
-
-    def add(self, item: str | bytes) -> bool:
-        return self.add_many([item])[0]
-
-    def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
-        batch = to_digests(items)  # every item checked before any is added
-        with self._lock:
-            self._check_open()
-            out = [False] * len(batch)
-            pending = list(range(len(batch)))
-            checked = 0  # sub-filters before this index have been checked for every pending
-            while pending:
-                current = len(self._filters) - 1
-                for older in self._filters[checked:current]:
-                    hits = older.contains_many([batch[i] for i in pending])
-                    pending = [i for i, hit in zip(pending, hits, strict=True) if not hit]
-                checked = current
-                bloom = self._filters[current]
-                room = len(pending)
-                if self.scalable:
-                    room = max(1, min(room, bloom.capacity - bloom.items))
-                chunk, pending = pending[:room], pending[room:]
-                answers = bloom.add_many([batch[i] for i in chunk])
-                for index, new in zip(chunk, answers, strict=True):
-                    out[index] = new
-                if self.scalable and bloom.items >= bloom.capacity:
-                    self._grow()
-            added = sum(out)
-            self._added(added)
-        if added and not self._warned:
-            self._warn_if_overfull()
-        return out
-
-    def __contains__(self, item: object) -> bool:
-        if isinstance(item, str):
-            item = to_digest(item)
-        return any(item in bloom for bloom in self._filters)
-
-    def __len__(self) -> int:
-        return sum(bloom.items for bloom in self._filters)
-
-    def estimated_error_rate(self) -> float:
-        """The compound false-positive rate at the current fill: 1 − Π(1 − pᵢ)."""
-        # -expm1(Σ log1p(-pᵢ)) keeps tiny rates from rounding to zero.
-        return -math.expm1(sum(math.log1p(-b.estimated_error_rate()) for b in self._filters))
-
-    def _warn_if_overfull(self) -> None:
-        # Past capacity only: at capacity the fill-based estimate wobbles around p itself.
-        if not self.scalable and len(self) <= self.capacity:
-            return
-        estimated = self.estimated_error_rate()
-        if estimated > self.error_rate:
-            self._warned = True
-            log.warning(
-                "seen-set %s is over capacity: estimated false-positive rate %.4g exceeds the "
-                "configured %.4g (%d items for a capacity of %d); URLs will be wrongly skipped "
-                "— use a larger capacity or scalable=1",
-                self.path,
-                estimated,
-                self.error_rate,
-                len(self),
-                self.capacity,
+        ageing = self._generations.ageing
+        if ageing is not None:
+            stats.update(
+                max_age_s=ageing.max_age_s,
+                window_s=ageing.window_s,
+                live_generations=ageing.live,
+                generations=rows,
             )
-
-    def stats(self) -> Mapping[str, Any]:
-        return {
-            "kind": "file-bloom-scalable" if self.scalable else "file-bloom",
-            "path": str(self.path),
-            "items": len(self),
-            "capacity": None if self.scalable else self.capacity,
-            "bits": sum(bloom.bits for bloom in self._filters),
-            "hashes": [bloom.hashes for bloom in self._filters],
-            "filters": len(self._filters),
-            "bytes": sum(bloom.nbytes for bloom in self._filters) + _BLOOM_HEADER.size,
-            "error_rate": self.error_rate,
-            "estimated_error_rate": self.estimated_error_rate(),
-            "unsaved": self._unsaved,
-        }
-
-    def _image(self) -> bytes:
-        body = b"".join(
-            _LENGTH.pack(len(image)) + image for image in (b.to_bytes() for b in self._filters)
-        )
-        header = _BLOOM_HEADER.pack(
-            BLOOM_MAGIC,
-            BLOOM_FORMAT_VERSION,
-            int(self.scalable),
-            b"\0" * 5,
-            self.capacity,
-            self.error_rate,
-            len(self._filters),
-            hashlib.sha256(body).digest(),
-        )
-        return header + body
-
-    def _decode(self, data: bytes) -> list[BloomFilter]:
-        name = str(self.path)
-        if len(data) < _BLOOM_HEADER.size:
-            if not data or not BLOOM_MAGIC.startswith(data[: len(BLOOM_MAGIC)]):
-                raise SeenSetError(
-                    f"{name} is not a changewatch Bloom seen-set file"
-                    + (" (it is empty)" if not data else "")
-                )
-            raise SeenSetError(f"{name} is truncated: {len(data)} bytes, shorter than its header")
-        magic, version, scalable, _, capacity, error_rate, count, checksum = (
-            _BLOOM_HEADER.unpack_from(data)
-        )
-        if magic != BLOOM_MAGIC:
-            kind = "an exact seen-set file" if magic == MAGIC else "not a changewatch Bloom file"
-            raise SeenSetError(f"{name} is {kind} (bad magic bytes for kind=bloom)")
-        if version != BLOOM_FORMAT_VERSION:
-            raise SeenSetError(
-                f"{name} has format version {version}; this changewatch reads "
-                f"version {BLOOM_FORMAT_VERSION}"
-            )
-        if (bool(scalable), capacity, error_rate) != (
-            self.scalable,
-            self.capacity,
-            self.error_rate,
-        ):
-            raise SeenSetError(
-                f"{name} was made with capacity={capacity}, error_rate={error_rate}, "
-                f"scalable={int(scalable)}; it was opened with capacity={self.capacity}, "
-                f"error_rate={self.error_rate}, scalable={int(self.scalable)}"
-            )
-        body = memoryview(data)[_BLOOM_HEADER.size :]
-        if hashlib.sha256(body).digest() != checksum:
-            raise SeenSetError(f"{name} is corrupt or truncated: its checksum does not match")
-        filters = []
-        offset = 0
-        for index in range(count):
-            if offset + _LENGTH.size > len(body):
-                raise SeenSetError(f"{name} is truncated in sub-filter {index}")
-            (length,) = _LENGTH.unpack_from(body, offset)
-            offset += _LENGTH.size
-            if offset + length > len(body):
-                raise SeenSetError(f"{name} is truncated in sub-filter {index}")
-            bloom = BloomFilter.from_bytes(
-                bytes(body[offset : offset + length]), f"{name} sub-filter {index}"
-            )
-            expected = self.capacity * (SCALABLE_GROWTH**index if self.scalable else 1)
-            if (bloom.capacity, bloom.error_rate) != (expected, self._sub_rate(index)):
-                raise SeenSetError(f"{name}: sub-filter {index} has unexpected parameters")
-            filters.append(bloom)
-            offset += length
-        if offset != len(body) or not filters:
-            raise SeenSetError(f"{name} has an inconsistent sub-filter table")
-        return filters
+        return stats
 
 
 def encode(items: Iterable[bytes]) -> bytes:
-    """The file image of a set of digests."""
+    """The file image of a set of digests (format version 1: no generations)."""
     body = b"".join(sorted(items))
     header = _HEADER.pack(
         MAGIC,
@@ -461,8 +350,74 @@ def encode(items: Iterable[bytes]) -> bytes:
     return header + body
 
 
-def decode(data: bytes, name: str) -> list[bytes]:
-    """The digests in a file image; :class:`SeenSetError` naming any problem."""
+def encode_generations(
+    ageing: Ageing, generations: Mapping[int, set[bytes]], top: int | None
+) -> bytes:
+    """The file image of an ageing set (format version 2): each generation's digests, sorted."""
+    body = b"".join(
+        _GENERATION.pack(g, len(held)) + b"".join(sorted(held))
+        for g, held in sorted(generations.items())
+    )
+    header = _HEADER_V2.pack(
+        MAGIC,
+        AGEING_FORMAT_VERSION,
+        KIND_EXACT,
+        b"\0" * 5,
+        ageing.max_age_s,
+        ageing.window_s,
+        _NO_TOP if top is None else top,
+        len(generations),
+        hashlib.sha256(body).digest(),
+    )
+    return header + body
+
+
+def decode_generations(
+    data: bytes, name: str, ageing: Ageing | None
+) -> tuple[dict[int, set[bytes]], int | None]:
+    """The generations of a file image, checked against the ``ageing`` asked for."""
+    version = _check_magic(data, name)
+    if version == FORMAT_VERSION:
+        if ageing is not None:
+            raise SeenSetError(
+                f"{name} was made without max_age (its entries never age); open it without "
+                "max_age= and window=, or start a new file for an ageing seen-set"
+            )
+        return {0: set(decode(data, name))}, None
+    if len(data) < _HEADER_V2.size:
+        raise SeenSetError(f"{name} is truncated: {len(data)} bytes, shorter than its header")
+    _, _, kind, _, max_age, window, top, count, checksum = _HEADER_V2.unpack_from(data)
+    if kind != KIND_EXACT:
+        raise SeenSetError(f"{name} holds seen-set kind {kind}, not an exact set")
+    if ageing is None or (max_age, window) != (ageing.max_age_s, ageing.window_s):
+        asked = "without max_age" if ageing is None else f"with {ageing.describe()}"
+        raise SeenSetError(
+            f"{name} has format version 2, an ageing seen-set made with max_age={max_age:g}s "
+            f"window={window:g}s; it was opened {asked}: open it with the same max_age and "
+            "window, or start a new file"
+        )
+    body = memoryview(data)[_HEADER_V2.size :]
+    if hashlib.sha256(body).digest() != checksum:
+        raise SeenSetError(f"{name} is corrupt or truncated: its checksum does not match")
+    generations: dict[int, set[bytes]] = {}
+    offset = 0
+    for _ in range(count):
+        if offset + _GENERATION.size > len(body):
+            raise SeenSetError(f"{name} is truncated in its generation table")
+        generation, n = _GENERATION.unpack_from(body, offset)
+        offset += _GENERATION.size
+        raw = bytes(body[offset : offset + n * DIGEST_SIZE])
+        if len(raw) != n * DIGEST_SIZE:
+            raise SeenSetError(f"{name} is truncated in generation {generation}")
+        generations[generation] = {raw[i : i + DIGEST_SIZE] for i in range(0, len(raw), 16)}
+        offset += len(raw)
+    if offset != len(body):
+        raise SeenSetError(f"{name} has {len(body) - offset} unexpected trailing bytes")
+    return generations, None if top == _NO_TOP else top
+
+
+def _check_magic(data: bytes, name: str) -> int:
+    """The format version of an exact-set image whose magic bytes are right."""
     if len(data) < _HEADER.size:
         if not data.startswith(MAGIC[: len(data)]) or not data:
             raise SeenSetError(
@@ -470,14 +425,24 @@ def decode(data: bytes, name: str) -> list[bytes]:
                 + (" (it is empty)" if not data else "")
             )
         raise SeenSetError(f"{name} is truncated: {len(data)} bytes, shorter than its header")
-    magic, version, kind, _reserved, count, checksum = _HEADER.unpack_from(data)
+    magic, version = struct.unpack_from(">8sH", data)
     if magic != MAGIC:
-        kind_name = "a Bloom seen-set file" if magic == BLOOM_MAGIC else "not a changewatch file"
+        bloom = magic in (BLOOM_MAGIC, BLOOM_GENERATIONS_MAGIC)
+        kind_name = "a Bloom seen-set file" if bloom else "not a changewatch file"
         raise SeenSetError(f"{name} is {kind_name} (bad magic bytes for kind=exact)")
-    if version != FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, AGEING_FORMAT_VERSION):
         raise SeenSetError(
-            f"{name} has format version {version}; this changewatch reads version {FORMAT_VERSION}"
+            f"{name} has format version {version}; this changewatch reads versions "
+            f"{FORMAT_VERSION} and {AGEING_FORMAT_VERSION}"
         )
+    return int(version)
+
+
+def decode(data: bytes, name: str) -> list[bytes]:
+    """The digests in a format-1 file image; :class:`SeenSetError` naming any problem."""
+    if _check_magic(data, name) != FORMAT_VERSION:
+        raise SeenSetError(f"{name} has format version 2 (an ageing seen-set)")
+    _, _, kind, _reserved, count, checksum = _HEADER.unpack_from(data)
     if kind != KIND_EXACT:
         raise SeenSetError(f"{name} holds seen-set kind {kind}, not an exact set")
     body = memoryview(data)[_HEADER.size :]

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+import math
+import re
 from urllib.parse import parse_qsl, urlsplit
 
 from changewatch.errors import ConfigError
+from changewatch.redact import redact_url, scrub
+from changewatch.seen.ageing import Ageing
 
-__all__ = ["SeenURL"]
+__all__ = ["DEFAULT_WINDOWS_PER_MAX_AGE", "SeenURL", "parse_seconds"]
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+
+#: ``window`` when only ``max_age`` is given: a quarter of it, so 5 generations are live and an
+#: entry is forgotten between max_age and 1.25·max_age.
+DEFAULT_WINDOWS_PER_MAX_AGE = 4
+
+
+def parse_seconds(text: str) -> float:
+    """Seconds in ``90``, ``1.5``, ``45s``, ``15m``, ``12h``, ``7d``, ``1w`` or ``1d12h``.
+
+    ``ValueError`` for anything else (negative, empty, unknown unit, not finite).
+
+    >>> parse_seconds("1d12h"), parse_seconds("90"), parse_seconds("0.5s")
+    (129600.0, 90.0, 0.5)
+    """
+    compact = text.strip().lower()
+    try:
+        value = float(compact)
+    except ValueError:
+        if not compact or _DURATION.sub("", compact):
+            raise ValueError(
+                "not a duration: use seconds, or numbers with units s, m, h, d or w "
+                "(7d, 12h, 1d12h)"
+            ) from None
+        value = sum(float(n) * _UNITS[unit] for n, unit in _DURATION.findall(compact))
+    if not math.isfinite(value) or value < 0:
+        raise ValueError("not a finite, non-negative duration")
+    return value
 
 
 class SeenURL:
@@ -36,9 +69,7 @@ class SeenURL:
 
     def error(self, message: str) -> ConfigError:
         """A :class:`ConfigError` naming this URL (without any password)."""
-        shown = self.url
-        if self.parts.password:
-            shown = shown.replace(self.parts.password, "***", 1)
+        shown = scrub(redact_url(self.url), [self.parts.password])
         return ConfigError(f"seen-set URL {shown!r}: {message}")
 
     def text(self, name: str, default: str) -> str:
@@ -82,6 +113,32 @@ class SeenURL:
         if not 0.0 < value < float("inf"):
             raise self.error(f"{name}={self._raw!r} must be a positive number of seconds")
         return value
+
+    def duration(self, name: str, default: float | None) -> float | None:
+        """A positive duration: seconds, or ``7d``, ``12h``, ``30m``, ``1d12h``…"""
+        raw = self.options.pop(name, None)
+        if raw is None:
+            return default
+        try:
+            value = parse_seconds(raw)
+        except ValueError as exc:
+            raise self.error(f"{name}={raw!r} is {exc}") from None
+        if value <= 0:
+            raise self.error(f"{name}={raw!r} must be a positive duration")
+        return value
+
+    def ageing(self) -> Ageing | None:
+        """``max_age`` and ``window`` (default ``max_age / 4``), or None when not ageing."""
+        max_age = self.duration("max_age", None)
+        window = self.duration("window", None)
+        if max_age is None:
+            if window is not None:
+                raise self.error("window= needs max_age= (it is the width of a generation)")
+            return None
+        try:
+            return Ageing(max_age, window or max_age / DEFAULT_WINDOWS_PER_MAX_AGE)
+        except ValueError as exc:
+            raise self.error(f"max_age/window: {exc}") from None
 
     def _number(self, name: str, what: str) -> float | None:
         """Take a float option (None when absent); the raw text is kept for messages."""

@@ -1,8 +1,12 @@
-"""The snapshot store: SQLAlchemy schema, migrations and every SQL statement.
+"""The snapshot store adapter: SQLAlchemy schema, migrations and every SQL statement.
 
 ``open_store(url)`` builds a :class:`SnapshotStore` on SQLite (the embedded default, whose
 schema is created on first use) or Postgres (whose schema must be current: run
-``changewatch db upgrade``).
+``changewatch db upgrade``). The orchestration talks to it through
+:class:`~changewatch.store.port.StorePort`; driver errors are translated in
+:mod:`changewatch.store.errors` only. One module per concern of SQL: ``tables`` (the schema),
+``writes`` (the decision transaction), ``near``, ``history``, ``schedule``, ``texts``,
+``prune``, ``rates``, ``views``, ``partition``, ``reconcile``, ``migrate``.
 """
 
 from __future__ import annotations
@@ -15,33 +19,19 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from changewatch.errors import ConfigError
+from changewatch.store.errors import WriteConflict, redact, translate_errors
 from changewatch.store.migrate import ensure_current
-from changewatch.store.near import MAX_NEAR_DISTANCE, NearCandidate, NearDuplicate, nearest
-from changewatch.store.store import (
-    Change,
-    NewPage,
-    RawHit,
-    SnapshotStore,
-    StoreTransaction,
-    Touch,
-    WriteConflict,
-    _translate,
-    redact,
-)
+from changewatch.store.port import StorePort, TransactionPort
+from changewatch.store.store import SnapshotStore
+from changewatch.store.writes import StoreTransaction
 
 __all__ = [
-    "MAX_NEAR_DISTANCE",
-    "Change",
-    "NearCandidate",
-    "NearDuplicate",
-    "NewPage",
-    "RawHit",
     "SnapshotStore",
+    "StorePort",
     "StoreTransaction",
-    "Touch",
+    "TransactionPort",
     "WriteConflict",
     "create_engine",
-    "nearest",
     "open_store",
     "redact",
 ]
@@ -98,7 +88,7 @@ def open_store(database_url: str, *, auto_upgrade: bool | None = None) -> Snapsh
     if auto_upgrade is None:
         auto_upgrade = engine.dialect.name == "sqlite"
     try:
-        with _translate(database_url):
+        with translate_errors(database_url):
             ensure_current(engine, auto_upgrade=auto_upgrade)
     except BaseException:
         engine.dispose()

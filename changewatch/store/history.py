@@ -15,15 +15,14 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.engine import Connection
 
-from changewatch.model import DEFAULT_FLIP_WINDOW
 from changewatch.store.tables import page_snapshots, page_versions
+from changewatch.values import DEFAULT_FLIP_WINDOW
 
 __all__ = [
     "CHANGES_FOR_HOST",
     "DEFAULT_FLIP_WINDOW",
     "changes_for_host",
     "recent_contents",
-    "reverted_to",
 ]
 
 
@@ -64,20 +63,6 @@ def recent_contents(
             (int(row.version_no), bytes(row.content_sha256))
         )
     return found
-
-
-def reverted_to(content: bytes, recent: Sequence[tuple[int, bytes]]) -> int | None:
-    """The newest earlier version with this content hash, or ``None``.
-
-    >>> reverted_to(b"a", [(3, b"b"), (2, b"a"), (1, b"a")])
-    2
-    >>> reverted_to(b"c", [(1, b"a")]) is None
-    True
-    """
-    for number, earlier in recent:
-        if earlier == content:
-            return number
-    return None
 
 
 def changes_for_host(conn: Connection, host: str, since: datetime) -> list[Any]:

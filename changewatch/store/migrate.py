@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SAWarning
 
 from changewatch.errors import ConfigError, SchemaOutOfDateError
-from changewatch.store.store import _translate
+from changewatch.store.errors import translate_errors
 from changewatch.store.tables import simhash_band_index_names
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def current_revision(connection: Connection) -> str | None:
 
 def database_revision(engine: Engine) -> str | None:
     """``current_revision`` on a fresh connection; driver errors become ``StoreError``."""
-    with _translate(_url_of(engine)), engine.connect() as conn:
+    with translate_errors(_url_of(engine)), engine.connect() as conn:
         return current_revision(conn)
 
 
@@ -96,7 +96,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic import command
     from alembic.util import CommandError
 
-    with _translate(_url_of(engine)), engine.begin() as conn:
+    with translate_errors(_url_of(engine)), engine.begin() as conn:
         try:
             command.upgrade(alembic_config(connection=conn), revision)
         except CommandError as exc:

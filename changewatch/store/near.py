@@ -9,60 +9,30 @@ whose exact Hamming distance is within the bound.
 
 Past distance 3 the pigeonhole guarantee is gone (four differing bits can hit all four
 bands), so a search that cannot promise every match is refused: ``max_distance`` above
-:data:`MAX_NEAR_DISTANCE` raises ``ValueError`` rather than silently missing pages.
+:data:`~changewatch.decide.MAX_NEAR_DISTANCE` raises ``ValueError``
+(:func:`changewatch.decide.check_near_distance`) rather than silently missing pages; the
+exact distances are computed by :func:`changewatch.decide.nearest`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from changewatch.fingerprint import hamming
 from changewatch.store.tables import (
     SIMHASH_BANDS,
     page_snapshots,
     simhash_band,
     simhash_band_expr,
 )
+from changewatch.values import NearCandidate
 
-__all__ = [
-    "DEFAULT_NEAR_LIMIT",
-    "MAX_NEAR_DISTANCE",
-    "NearCandidate",
-    "NearDuplicate",
-    "check_near_distance",
-    "check_simhash",
-    "nearest",
-    "read_candidates",
-]
-
-#: The largest distance the 4-band index finds every match for: bands − 1.
-MAX_NEAR_DISTANCE = SIMHASH_BANDS - 1
-
-#: Results returned by a near-duplicate search unless asked otherwise.
-DEFAULT_NEAR_LIMIT = 100
+__all__ = ["read_candidates"]
 
 _SNAP = page_snapshots.c
-
-
-class NearDuplicate(NamedTuple):
-    """A stored page near a SimHash: its URL digest, URL (``None`` if not kept), distance."""
-
-    url_digest: bytes
-    url: str | None
-    distance: int
-
-
-class NearCandidate(NamedTuple):
-    """A stored page sharing at least one band with a queried SimHash."""
-
-    url_digest: bytes
-    url: str | None
-    simhash: int
-    content_sha256: bytes = b""
 
 
 def _band_select(band: int) -> sa.Select[Any]:
@@ -99,33 +69,6 @@ _COPIES: sa.CompoundSelect[Any] = sa.union_all(
 )
 
 
-def check_near_distance(max_distance: int) -> None:
-    """Refuse a distance the band index cannot answer completely (see the module docstring).
-
-    >>> check_near_distance(3)
-    >>> check_near_distance(4)
-    Traceback (most recent call last):
-    ...
-    ValueError: max_distance must be between 0 and 3 (4 bands of 16 bits find every match only up to distance 3), got 4
-    """  # noqa: E501
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int):
-        raise TypeError(f"max_distance must be an int, not {type(max_distance).__name__}")
-    if not 0 <= max_distance <= MAX_NEAR_DISTANCE:
-        raise ValueError(
-            f"max_distance must be between 0 and {MAX_NEAR_DISTANCE} ({SIMHASH_BANDS} bands of "
-            f"{64 // SIMHASH_BANDS} bits find every match only up to distance "
-            f"{MAX_NEAR_DISTANCE}), got {max_distance}"
-        )
-
-
-def check_simhash(value: int) -> None:
-    """Refuse anything but an unsigned 64-bit integer."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"simhash must be an int, not {type(value).__name__}")
-    if not 0 <= value < 1 << 64:
-        raise ValueError(f"simhash must be an unsigned 64-bit integer, got {value}")
-
-
 def read_candidates(
     conn: Connection, simhashes: Iterable[int], contents: Iterable[bytes] = ()
 ) -> list[NearCandidate]:
@@ -151,24 +94,3 @@ def read_candidates(
             seen.add(digest)
             out.append(NearCandidate(digest, url, stored, bytes(content)))
     return out
-
-
-def nearest(
-    simhash: int,
-    candidates: Sequence[NearCandidate],
-    max_distance: int,
-    exclude_digest: bytes | None = None,
-    limit: int = DEFAULT_NEAR_LIMIT,
-) -> list[NearDuplicate]:
-    """The candidates within ``max_distance`` of ``simhash``, nearest first (then by digest).
-
-    >>> nearest(0b1010, [NearCandidate(b"b", "u", 0b1000), NearCandidate(b"a", None, 0)], 2)
-    [NearDuplicate(url_digest=b'b', url='u', distance=1), NearDuplicate(url_digest=b'a', url=None, distance=2)]
-    """  # noqa: E501
-    found = [
-        NearDuplicate(c.url_digest, c.url, d)
-        for c in candidates
-        if c.url_digest != exclude_digest and (d := hamming(simhash, c.simhash)) <= max_distance
-    ]
-    found.sort(key=lambda n: (n.distance, n.url_digest))
-    return found[:limit]

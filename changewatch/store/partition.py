@@ -22,7 +22,7 @@ from sqlalchemy import MetaData, PrimaryKeyConstraint
 from sqlalchemy.engine import Connection, Engine
 
 from changewatch.errors import ConfigError
-from changewatch.store.store import _translate
+from changewatch.store.errors import translate_errors
 from changewatch.store.tables import NAMING_CONVENTION, page_snapshots, page_versions
 from changewatch.store.views import comment_statements, create_statements, drop_statements
 
@@ -117,7 +117,7 @@ def partition_tables(engine: Engine, partitions: int) -> bool:
     transaction: on any error nothing changes.
     """
     url = engine.url.render_as_string(hide_password=False)
-    with _translate(url), engine.begin() as conn:
+    with translate_errors(url), engine.begin() as conn:
         if _check(conn, partitions):
             return False
         for statement in drop_statements():

@@ -22,9 +22,7 @@ then says so); nothing else is affected.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,52 +31,15 @@ from sqlalchemy import bindparam, func, tuple_
 from sqlalchemy.engine import Engine
 
 from changewatch.store.tables import page_snapshots, page_texts, page_versions
+from changewatch.values import PruneReport
 
-__all__ = ["DEFAULT_PRUNE_BATCH", "PruneReport", "parse_duration", "prune_versions"]
+__all__ = ["DEFAULT_PRUNE_BATCH", "check_prune_args", "prune_versions"]
 
 #: Version rows deleted per transaction.
 DEFAULT_PRUNE_BATCH = 5_000
 
 _SNAP = page_snapshots.c
 _VER = page_versions.c
-_DURATION_PART = re.compile(r"(\d+)\s*([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-@dataclass(frozen=True, slots=True)
-class PruneReport:
-    """What a prune removed (or, with ``dry_run``, would remove), per host and in total."""
-
-    cutoff: datetime
-    keep_versions: int
-    dry_run: bool
-    removed_by_host: dict[str, int] = field(default_factory=dict)
-    batches: int = 0
-    #: Stored texts (``page_texts``) no remaining version refers to, deleted after the rows.
-    texts_removed: int = 0
-
-    @property
-    def removed(self) -> int:
-        """Rows removed in total."""
-        return sum(self.removed_by_host.values())
-
-
-def parse_duration(text: str) -> timedelta:
-    """A duration like ``30d``, ``12h``, ``1w2d``, ``90m`` or ``45s`` (``ValueError`` if not).
-
-    >>> parse_duration("1d12h")
-    datetime.timedelta(days=1, seconds=43200)
-    >>> parse_duration("0s")
-    datetime.timedelta(0)
-    """
-    compact = text.strip().lower()
-    if not compact or _DURATION_PART.sub("", compact).strip():
-        raise ValueError(
-            f"duration {text!r} is not understood: use numbers with units s, m, h, d or w, "
-            "e.g. 30d or 1d12h"
-        )
-    seconds = sum(int(n) * _UNITS[unit] for n, unit in _DURATION_PART.findall(compact))
-    return timedelta(seconds=seconds)
 
 
 def check_prune_args(keep_versions: int, older_than: timedelta, batch_size: int) -> None:

@@ -1,6 +1,6 @@
 """The snapshot store's side of sitemap reconciliation: exact lookups, host scans, run records.
 
-Every statement the reconciliation job (:mod:`changewatch.reconcile`) runs is here:
+Every statement the reconciliation job (:mod:`changewatch.reconcile.job`) runs is here:
 
 * :meth:`ReconcileStore.lookup` reads, for a batch of URL digests, what the store knows of
   each page — exactly, from ``page_snapshots`` (never from a seen-set, whose Bloom false
@@ -27,7 +27,6 @@ import fcntl
 import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -36,8 +35,10 @@ import sqlalchemy as sa
 from sqlalchemy import bindparam
 from sqlalchemy.engine import Connection, make_url
 
-from changewatch.host_index import HostIndex, IndexBuilder, RowFormatError
-from changewatch.store.store import SnapshotStore, _translate
+from changewatch.reconcile.index import HostIndex, IndexBuilder, RowFormatError
+from changewatch.reconcile.values import Finding, StoredPage
+from changewatch.store.errors import translate_errors
+from changewatch.store.store import SnapshotStore
 from changewatch.store.tables import (
     page_snapshots,
     page_versions,
@@ -135,7 +136,7 @@ _PG_FINDINGS_COPY = (
     "stored_last_seen, sitemap) FROM STDIN"
 )
 #: The pages of one host for :meth:`ReconcileStore.host_index`, one packed 40-byte ``bytea`` a
-#: row (:data:`~changewatch.host_index.ROW_BYTES`): one bytes object per row to the client
+#: row (:data:`~changewatch.reconcile.index.ROW_BYTES`): one bytes object per row to the client
 #: instead of four values. A page with one version sends ``-infinity`` as its previous
 #: ``last_seen``; the previous version is probed only for pages with more than one (a
 #: ``CASE`` around a subquery: a ``LATERAL`` join cost 60% more server time per row even
@@ -152,34 +153,6 @@ _PG_HOST_ROWS = """SELECT s.url_digest
   FROM page_snapshots s
   WHERE s.host = %s"""
 _SQLITE_LOOKUP = _sqlite_lookup()
-
-
-@dataclass(frozen=True, slots=True)
-class StoredPage:
-    """What the store holds of one listed page."""
-
-    url_digest: bytes
-    host: str
-    last_seen: datetime
-    last_changed: datetime
-    version_count: int
-    #: ``last_seen`` of the version before the current one (``None`` for a first version):
-    #: the last fetch that still saw the old content.
-    previous_last_seen: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One row of ``reconcile_findings``."""
-
-    kind: str
-    host: str
-    #: The URL as the URL-storage policy allows (``None`` under ``none``).
-    url: str | None
-    url_digest: bytes
-    sitemap_lastmod: datetime | None = None
-    stored_last_seen: datetime | None = None
-    sitemap: str | None = None
 
 
 def lock_key(site: str) -> int:
@@ -219,7 +192,7 @@ class ReconcileStore:
         """The stored pages among ``digests`` (one SELECT; keep batches near 1,000)."""
         if not digests:
             return {}
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             if self.dialect == "postgresql":
                 params = self._pg_params | {"blob": b"".join(digests)}
                 rows: Sequence[Any] = conn.exec_driver_sql(self._pg_sql, params).all()
@@ -236,13 +209,13 @@ class ReconcileStore:
         work for nothing.
         """
         stmt = sa.select(_SNAP.url_digest).where(_SNAP.host == host)
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
             for part in result.scalars().partitions(batch):
                 yield [bytes(digest) for digest in part]
 
     def host_index(self, host: str, max_rows: int) -> HostIndex | None:
-        """Every stored page of ``host`` as a :class:`~changewatch.host_index.HostIndex`,
+        """Every stored page of ``host`` as a :class:`~changewatch.reconcile.index.HostIndex`,
         streamed from one query (a server-side cursor, packed binary rows); ``None`` where
         batched :meth:`lookup` calls must do instead: on SQLite (its lookups are in-process
         already), for a host of more than ``max_rows`` pages, or if a row has another shape.
@@ -250,7 +223,7 @@ class ReconcileStore:
         if self.dialect != "postgresql" or max_rows <= 0:
             return None
         builder = IndexBuilder()
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             raw: Any = conn.connection.driver_connection
             try:
                 with raw.cursor(name="changewatch_host_index", binary=True) as cursor:
@@ -275,7 +248,7 @@ class ReconcileStore:
             .where(_SNAP.url_digest.in_(bindparam("digests", expanding=True)))
             .order_by(_SNAP.url_digest)
         )
-        with _translate(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._engine.connect() as conn:
             rows = conn.execute(stmt, {"digests": list(digests)}).all()
         return [(bytes(r[0]), r[1], r[2]) for r in rows]
 
@@ -302,7 +275,7 @@ class ReconcileStore:
             "runner_pid": runner_pid,
         }
         stmt = sa.insert(reconcile_runs).values(values).returning(reconcile_runs.c.id)
-        with _translate(self._url), self._engine.begin() as conn:
+        with translate_errors(self._url), self._engine.begin() as conn:
             return int(conn.execute(stmt).scalar_one())
 
     def add_findings(self, run_id: int, findings: Sequence[Finding]) -> None:
@@ -310,7 +283,7 @@ class ReconcileStore:
         run that finds a million stale pages must not spend its time binding parameters)."""
         if not findings:
             return
-        with _translate(self._url), self._engine.begin() as conn:
+        with translate_errors(self._url), self._engine.begin() as conn:
             if self.dialect == "postgresql":
                 raw: Any = conn.connection.driver_connection
                 with raw.cursor() as cursor, cursor.copy(_PG_FINDINGS_COPY) as copy:
@@ -351,7 +324,7 @@ class ReconcileStore:
         values |= {kind: int(totals.get(kind, 0)) for kind in ("missing", "stale", "vanished")}
         values["fresh"] = int(totals.get("fresh", 0))
         stmt = sa.update(reconcile_runs).where(reconcile_runs.c.id == run_id).values(values)
-        with _translate(self._url), self._engine.begin() as conn:
+        with translate_errors(self._url), self._engine.begin() as conn:
             conn.execute(stmt)
 
     # -- locking -----------------------------------------------------------------------------
@@ -365,7 +338,7 @@ class ReconcileStore:
         """
         names = sorted(set(sites))
         if self.dialect == "postgresql":
-            with _translate(self._url), self._engine.connect() as conn:
+            with translate_errors(self._url), self._engine.connect() as conn:
                 busy = _pg_lock(conn, names)
                 try:
                     yield busy

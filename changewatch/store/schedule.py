@@ -31,6 +31,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import bindparam
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from changewatch.schedule import (
@@ -41,8 +42,8 @@ from changewatch.schedule import (
     rank_due,
 )
 from changewatch.store.rates import AddDays, DaysBetween, schedule_values
-from changewatch.store.store import RawHit, SnapshotStore, _translate
 from changewatch.store.tables import UTCDateTime, page_snapshots
+from changewatch.values import RawHit
 
 __all__ = [
     "DEFAULT_DUE_SAMPLE_DIVISOR",
@@ -84,25 +85,27 @@ DEFAULT_DUE_SAMPLE_DIVISOR = 8
 
 
 def touch_not_modified(
-    store: SnapshotStore,
+    conn: Connection,
     now: datetime,
     digest: bytes,
     etag: str | None,
     last_modified: str | None,
 ) -> RawHit | None:
-    """Record a 304 for a stored page in one autocommitted statement; ``None`` if not stored."""
+    """Record a 304 for a stored page in one statement (the caller autocommits); ``None``
+    if not stored."""
     params = {"digest": digest, "now": now, "etag": etag, "lm": last_modified}
-    with _translate(store.database_url), store.engine.connect() as conn:
-        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-        row = conn.execute(_NOT_MODIFIED, params).first()
+    row = conn.execute(_NOT_MODIFIED, params).first()
     return None if row is None else RawHit(bytes(row[0]), row[1], row[2])
 
 
-def validators_of(store: SnapshotStore, digest: bytes) -> tuple[str | None, str | None] | None:
+_VALIDATORS = sa.select(_SNAP.etag, _SNAP.last_modified).where(
+    _SNAP.url_digest == bindparam("digest")
+)
+
+
+def validators_of(conn: Connection, digest: bytes) -> tuple[str | None, str | None] | None:
     """The stored ``(etag, last_modified)`` of a page, or ``None`` if it was never stored."""
-    stmt = sa.select(_SNAP.etag, _SNAP.last_modified).where(_SNAP.url_digest == digest)
-    with _translate(store.database_url), store.engine.connect() as conn:
-        row = conn.execute(stmt).first()
+    row = conn.execute(_VALIDATORS, {"digest": digest}).first()
     return None if row is None else (row[0], row[1])
 
 
@@ -190,7 +193,7 @@ def _due(pg: bool, by_host: bool, bounded: bool) -> sa.Select[Any]:
     return _due_statement(_build(pg, by_host, bounded))
 
 
-def due(store: SnapshotStore, now: datetime, limit: int, host: str | None = None) -> list[DuePage]:
+def due(conn: Connection, now: datetime, limit: int, host: str | None = None) -> list[DuePage]:
     """The ``limit`` pages most likely changed since their last fetch, via the band index.
 
     Two statements. The first reads a sample — per band the ``⌈limit / 8⌉`` pages fetched
@@ -202,32 +205,31 @@ def due(store: SnapshotStore, now: datetime, limit: int, host: str | None = None
     """
     if limit <= 0:
         return []
-    pg, by_host = store.dialect == "postgresql", host is not None
+    pg, by_host = conn.dialect.name == "postgresql", host is not None
     params: dict[str, Any] = {"now": now, "limit": limit}
     if by_host:
         params["host"] = host
     sample_size = max(1, -(-limit // DEFAULT_DUE_SAMPLE_DIVISOR))
-    with _translate(store.database_url), store.engine.connect() as conn:
-        if pg:
-            # These short statements are costed as if every band held `limit` rows, which
-            # would have Postgres JIT-compile them: more time than they take to run.
-            conn.exec_driver_sql("SET LOCAL jit = off")
-        sample = conn.execute(_sample(pg, by_host), params | {"band_limit": sample_size}).all()
-        per_band = Counter(r[0] for r in sample)
-        expected = heapq.nlargest(limit, (max(float(r[1]), 0.0) for r in sample))
-        if all(n < sample_size for n in per_band.values()):
-            bounded = False  # the sample held every page: read them all again, in full
-            floor = 0.0
-        else:
-            floor = expected[-1] if len(expected) == limit else 0.0
-            bounded = floor > 0
-        params |= {"band_limit": limit, "min_expected": floor} if bounded else {"band_limit": limit}
-        rows = conn.execute(_due(pg, by_host, bounded), params).all()
+    if pg:
+        # These short statements are costed as if every band held `limit` rows, which
+        # would have Postgres JIT-compile them: more time than they take to run.
+        conn.exec_driver_sql("SET LOCAL jit = off")
+    sample = conn.execute(_sample(pg, by_host), params | {"band_limit": sample_size}).all()
+    per_band = Counter(r[0] for r in sample)
+    expected = heapq.nlargest(limit, (max(float(r[1]), 0.0) for r in sample))
+    if all(n < sample_size for n in per_band.values()):
+        bounded = False  # the sample held every page: read them all again, in full
+        floor = 0.0
+    else:
+        floor = expected[-1] if len(expected) == limit else 0.0
+        bounded = floor > 0
+    params |= {"band_limit": limit, "min_expected": floor} if bounded else {"band_limit": limit}
+    rows = conn.execute(_due(pg, by_host, bounded), params).all()
     return rank_due(_candidates(rows), now, limit)
 
 
 def due_full_scan(
-    store: SnapshotStore, now: datetime, limit: int, host: str | None = None
+    conn: Connection, now: datetime, limit: int, host: str | None = None
 ) -> list[DuePage]:
     """``due`` computed over every row (``ORDER BY`` the expected changes): the reference.
 
@@ -239,8 +241,7 @@ def due_full_scan(
     if host is not None:
         stmt = stmt.where(_SNAP.host == host)
     stmt = stmt.order_by(expected.desc(), _SNAP.last_seen, _SNAP.url_digest).limit(limit)
-    with _translate(store.database_url), store.engine.connect() as conn:
-        rows = conn.execute(stmt, {"now": now}).all()
+    rows = conn.execute(stmt, {"now": now}).all()
     return rank_due(_candidates(rows), now, limit)
 
 

@@ -31,6 +31,8 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeDecorator
 
+from changewatch.fingerprint.simhash64 import SIMHASH_BAND_BITS, SIMHASH_BANDS, simhash_band
+
 __all__ = [
     "COMMENTS",
     "OLD_VERSION_COUNT_COMMENT",
@@ -49,10 +51,6 @@ __all__ = [
     "to_unsigned64",
 ]
 
-#: The 64-bit SimHash is indexed as this many bands (DESIGN.md, Storage: Manku et al. 2007).
-SIMHASH_BANDS = 4
-#: Bits per band: 64 / SIMHASH_BANDS.
-SIMHASH_BAND_BITS = 16
 _BAND_MASK = (1 << SIMHASH_BAND_BITS) - 1
 
 NAMING_CONVENTION = {
@@ -104,20 +102,6 @@ def to_unsigned64(value: int) -> int:
     True
     """
     return value + (1 << 64) if value < 0 else value
-
-
-def simhash_band(value: int, band: int) -> int:
-    """Band ``band`` (0 = most significant) of an unsigned 64-bit SimHash: 16 bits.
-
-    By the pigeonhole principle, two 64-bit values within Hamming distance 3 differ in at
-    most 3 of the 4 bands, so they agree on at least one (Manku, Jain, Das Sarma, WWW 2007).
-
-    >>> [simhash_band(0x0123_4567_89AB_CDEF, b) for b in range(4)] == [
-    ...     0x0123, 0x4567, 0x89AB, 0xCDEF]
-    True
-    """
-    shift = SIMHASH_BAND_BITS * (SIMHASH_BANDS - 1 - band)
-    return (value >> shift) & _BAND_MASK
 
 
 def simhash_band_expr(column: ColumnElement[Any], band: int) -> ColumnElement[int]:

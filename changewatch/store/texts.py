@@ -8,20 +8,19 @@ imported only when texts are stored or read.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from types import ModuleType
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
 
 from changewatch.errors import ConfigError
-from changewatch.store.store import SnapshotStore, StoreTransaction, _translate
 from changewatch.store.tables import page_texts
+from changewatch.values import PageText
 
 __all__ = [
     "DEFAULT_ZSTD_LEVEL",
-    "PageText",
     "compress_text",
     "decompress_text",
     "read_texts",
@@ -32,15 +31,6 @@ __all__ = [
 DEFAULT_ZSTD_LEVEL = 9
 
 _TEXT = page_texts.c
-
-
-@dataclass(frozen=True, slots=True)
-class PageText:
-    """A normalised text to keep: its content hash, the text and the rules that made it."""
-
-    content_sha256: bytes
-    text: str
-    fingerprint_version: int
 
 
 def _zstd() -> ModuleType:
@@ -63,12 +53,11 @@ def decompress_text(blob: bytes) -> str:
     return bytes(_zstd().ZstdDecompressor().decompress(blob)).decode("utf-8")
 
 
-def write_texts(tx: StoreTransaction, now: datetime, texts: Sequence[PageText]) -> None:
+def write_texts(conn: Connection, now: datetime, texts: Sequence[PageText]) -> None:
     """Keep each text not stored yet (by content hash), in the caller's transaction."""
     unique = {t.content_sha256: t for t in texts}
     if not unique:
         return
-    conn = tx.connection
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     rows = []
     for digest in sorted(unique):  # one lock order for concurrent writers
@@ -88,13 +77,14 @@ def write_texts(tx: StoreTransaction, now: datetime, texts: Sequence[PageText]) 
     conn.execute(stmt, rows)
 
 
-def read_texts(store: SnapshotStore, digests: Sequence[bytes]) -> dict[bytes, str]:
+_READ = sa.select(_TEXT.content_sha256, _TEXT.text_zstd).where(
+    _TEXT.content_sha256.in_(sa.bindparam("digests", expanding=True))
+)
+
+
+def read_texts(conn: Connection, digests: Sequence[bytes]) -> dict[bytes, str]:
     """The stored texts of these content hashes (missing ones are left out)."""
     if not digests:
         return {}
-    stmt = sa.select(_TEXT.content_sha256, _TEXT.text_zstd).where(
-        _TEXT.content_sha256.in_(sa.bindparam("digests", expanding=True))
-    )
-    with _translate(store.database_url), store.engine.connect() as conn:
-        rows = conn.execute(stmt, {"digests": list(set(digests))}).all()
+    rows = conn.execute(_READ, {"digests": sorted(set(digests))}).all()
     return {bytes(r[0]): decompress_text(bytes(r[1])) for r in rows}

@@ -4,7 +4,8 @@ Usage: ``python _scrapy_crawl.py CONFIG.json``. The config holds ``start_urls``,
 (Scrapy settings, merged over quick local-crawl defaults) and ``out`` (the result file). The
 spider follows every ``<a href>`` on the same host; every start request goes through the
 duplicate filter (``dont_filter=False``), so several processes may start at one URL. On close
-it writes ``{"reason", "stats", "parsed": {url: meta["changewatch"] or null}}``.
+it writes ``{"reason", "stats", "parsed": {url: meta["changewatch"] or null}, "failed": [url]}``
+(requests whose download failed, handled by an errback so Scrapy logs no traceback).
 """
 
 from __future__ import annotations
@@ -39,20 +40,27 @@ class LinkSpider(scrapy.Spider):
         self.first = first
         self.out = out
         self.parsed: dict[str, Any] = {}
+        self.failed: list[str] = []
 
     async def start(self) -> Any:
         for url in self.first:
-            yield scrapy.Request(url, dont_filter=False)
+            yield scrapy.Request(url, dont_filter=False, errback=self.download_failed)
 
     def parse(self, response: Any) -> Any:
         self.parsed[response.url] = response.meta.get("changewatch")
         for href in response.css("a::attr(href)").getall():
-            yield response.follow(href, callback=self.parse)
+            yield response.follow(href, callback=self.parse, errback=self.download_failed)
+
+    def download_failed(self, failure: Any) -> None:
+        self.failed.append(failure.request.url)
 
     def closed(self, reason: str) -> None:
         stats = dict(self.crawler.stats.get_stats())
         Path(self.out).write_text(
-            json.dumps({"reason": reason, "stats": stats, "parsed": self.parsed}, default=str)
+            json.dumps(
+                {"reason": reason, "stats": stats, "parsed": self.parsed, "failed": self.failed},
+                default=str,
+            )
         )
 
 

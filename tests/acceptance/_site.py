@@ -1,13 +1,16 @@
 """A small website for the Scrapy acceptance tests, served on 127.0.0.1 from a thread.
 
 :class:`CountingSite` serves ``pages`` (path → HTML ``str``, changeable between crawls) and
-counts every request per path, so a test can assert that no URL was fetched twice.
+counts every request per path, so a test can assert that no URL was fetched twice; paths in
+``statuses`` are answered with that error status, paths in ``dropped`` get their connection
+closed without an answer.
 :func:`render` makes a page with the noise real sites add to each response — a script nonce,
 a hidden CSRF token, a "generated at" time stamp — which changewatch's normalisation ignores.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections import Counter
@@ -68,6 +71,10 @@ class CountingSite:
         gate: frozenset[str] = frozenset(),
     ) -> None:
         self.pages: dict[str, str] = dict(pages or {})
+        #: Paths answered with an error status instead of their page (changeable).
+        self.statuses: dict[str, int] = {}
+        #: Paths whose connection is closed without any answer (a download error).
+        self.dropped: set[str] = set()
         self.counts: Counter[str] = Counter()
         self.delay_s = delay_s
         self._gate = gate
@@ -83,13 +90,19 @@ class CountingSite:
                 with site._lock:
                     site.counts[path] += 1
                     page = site.pages.get(path)
+                    status = site.statuses.get(path)
+                    dropped = path in site.dropped
                     if site._gate <= set(site.counts):
                         site._opened.set()
                 site._opened.wait(GATE_TIMEOUT_S)
                 if site.delay_s:
                     time.sleep(site.delay_s)
-                if page is None:
-                    self.send_error(404)
+                if dropped:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if page is None or status is not None:
+                    self.send_error(status or 404)
                     return
                 data = page.encode("utf-8")
                 self.send_response(200)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from changewatch.seen import open_seen_set
 
 from ._cli import Run, assert_clean_error
 
@@ -233,3 +236,25 @@ def test_check_refuses_bad_statuses_and_headers(run: Run, tmp_path: Path) -> Non
     bad_url = run("conditional", "ftp://example.com/x")
     assert_clean_error(bad_url)
     assert "not http or https" in bad_url.stderr
+
+
+def test_stats_seen_shows_each_generation(run: Run, tmp_path: Path) -> None:
+    """stats --seen: the seen-set's figures and one row per live generation (table and JSON)."""
+    seen_url = f"file:{tmp_path / 'aged.seen'}?kind=bloom&capacity=1000&max_age=7d&window=1d"
+    an_hour_ago = time.time() - 3600
+    seen = open_seen_set(seen_url, clock=lambda: an_hour_ago)
+    seen.add_many([f"https://example.com/{i}" for i in range(30)])
+    seen.close()
+    plain = _json(run("stats", "--json"))
+    assert "seen" not in plain  # without --seen the seen-set is not even opened
+    stats = _json(run("--seen-url", seen_url, "stats", "--seen", "--json"))
+    (generation,) = stats["seen"]["generations"]
+    assert generation["entries"] == 30
+    assert generation["filters"] == 1
+    assert 0 < generation["fill"] < 1
+    assert generation["age_s"] >= 3600
+    assert stats["seen"]["live_generations"] == 8
+    table = run("--seen-url", seen_url, "stats", "--seen")
+    assert table.returncode == 0, table.stderr
+    assert "seen-set: generations" in table.stdout
+    assert re.search(r"\b30\s+1\s+0\.0\d+", table.stdout), table.stdout

@@ -244,7 +244,7 @@ def test_private_address_refused_without_the_flag(run: Run, site: _Site, seeded:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--every", "soon"], "not a duration"),
+        (["--every", "soon"], "is not understood"),
         (["--every", "0m"], "longer than zero"),
         (["--max-urls", "0"], "--max-urls"),
         (["--memory-pages", "-1"], "--memory-pages"),

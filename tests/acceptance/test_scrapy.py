@@ -281,3 +281,50 @@ def test_example_project_extracts_only_changed_pages(tmp_path: Path) -> None:
     assert {item["kind"] for item in runs[0]} == {"new"}
     assert {item["url"] for item in runs[1]} == {f"{site.base}/p1", f"{site.base}/p6"}
     assert {item["kind"] for item in runs[1]} == {"changed"}
+
+
+# -- 5. a page that failed is fetched again by the next crawl ---------------------------------
+
+
+@pytest.mark.parametrize("kind", ["exact", "bloom"])
+def test_a_page_that_failed_is_fetched_again_by_the_next_crawl(tmp_path: Path, kind: str) -> None:
+    """A 503 and a dropped connection in crawl 1 are forgotten; crawl 2 fetches just those two."""
+    n = 20
+    seen_url = f"file:{tmp_path / 'crawl.seen'}"
+    if kind == "bloom":
+        seen_url += "?kind=bloom&capacity=10000&error_rate=0.0001"
+    settings = {
+        "DUPEFILTER_CLASS": DUPEFILTER,
+        "CHANGEWATCH_SEEN_URL": seen_url,
+        "DOWNLOADER_MIDDLEWARES": {"changewatch.scrapy.ChangewatchFailureMiddleware": 540},
+    }
+    with CountingSite(_site_pages(n, noise=1)) as site:
+        site.statuses = {"/p3": 503}
+        site.dropped = {"/p5"}
+        first = crawl(tmp_path, "first", [site.base + "/"], **settings)
+        assert set(site.counts) == set(site.pages)  # every page was requested once
+        assert site.twice() == {}
+        assert _stat(first, "changewatch/dupefilter/forgotten") == 2
+        assert _stat(first, "changewatch/dupefilter/forgotten/503") == 1
+        assert (
+            sum(
+                v
+                for k, v in first["stats"].items()
+                if k.startswith("changewatch/dupefilter/forgotten/")
+            )
+            == 2
+        )
+        assert set(first["parsed"]) == {site.base + p for p in site.pages} - {
+            site.base + "/p3",
+            site.base + "/p5",
+        }
+
+        site.statuses, site.dropped = {}, set()
+        site.reset_counts()
+        second = crawl(tmp_path, "second", sorted(site.base + p for p in site.pages), **settings)
+    assert dict(site.counts) == {"/p3": 1, "/p5": 1}
+    assert set(second["parsed"]) == {site.base + "/p3", site.base + "/p5"}
+    assert _stat(second, "changewatch/dupefilter/forgotten") == 0
+    if kind == "bloom":
+        assert _stat(second, "changewatch/dupefilter/retried") == 2
+    assert _stat(second, "changewatch/dupefilter/new") == 2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import random
+import time
 import traceback
 from typing import Any
 
@@ -45,5 +47,46 @@ def add_worker(
         finally:
             seen.close()
         results.put(("ok", np.asarray(new, dtype=np.int32).tobytes()))
+    except BaseException:
+        results.put(("error", traceback.format_exc()))
+
+
+def ageing_add_worker(
+    url: str,
+    window_s: float,
+    lead_s: float,
+    seed: int,
+    total: int,
+    sample: int,
+    batch: int,
+    barrier: Any,
+    results: Any,
+) -> None:
+    """As :func:`add_worker`, with a clock that crosses a generation boundary mid-race.
+
+    Released by the barrier, each worker shifts its clock so that a new generation starts
+    ``lead_s`` later (the workers' clocks then agree to within their release skew, as real
+    clocks of one machine do). Puts ``("ok", (new_indices_bytes, generations))``: the
+    generations its clock went through.
+    """
+    try:
+        digests = race_digests(total)
+        order = race_sample(seed, total, sample)
+        shift = [0.0]
+        seen = open_seen_set(url, clock=lambda: time.time() + shift[0])
+        try:
+            barrier.wait(timeout=TIMEOUT_S)
+            now = time.time()
+            shift[0] = math.ceil(now / window_s) * window_s - lead_s - now
+            first = math.floor((time.time() + shift[0]) / window_s)
+            new: list[int] = []
+            for start in range(0, len(order), batch):
+                indices = order[start : start + batch]
+                answers = seen.add_many([digests[i] for i in indices])
+                new.extend(i for i, is_new in zip(indices, answers, strict=True) if is_new)
+            last = math.floor((time.time() + shift[0]) / window_s)
+        finally:
+            seen.close()
+        results.put(("ok", (np.asarray(new, dtype=np.int32).tobytes(), (first, last))))
     except BaseException:
         results.put(("error", traceback.format_exc()))

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from ._race_workers import run_processes
-from ._redis_workers import add_worker, race_sample
+from ._redis_workers import add_worker, ageing_add_worker, race_sample
 
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/15"
 
@@ -93,3 +93,20 @@ def assert_bloom_race(news: list[np.ndarray], added: set[int], error_rate: float
     assert max(counts.values()) == 1
     assert set(counts) <= added
     assert len(added) * (1 - 2 * error_rate) <= sum(counts.values()) <= len(added)
+
+
+def run_ageing_race(
+    url: str, *, window_s: float, workers: int, total: int, sample: int, batch: int
+) -> tuple[list[np.ndarray], set[int], set[tuple[int, int]]]:
+    """:func:`run_race` with clocks that cross a generation boundary 0.3 s into the race.
+
+    Returns each worker's indices answered new, the union added, and each worker's (first,
+    last) generation.
+    """
+    details = run_processes(
+        ageing_add_worker,
+        [(url, window_s, 0.3, seed, total, sample, batch) for seed in range(workers)],
+    )
+    added = {i for seed in range(workers) for i in race_sample(seed, total, sample)}
+    news = [np.frombuffer(new, dtype=np.int32) for new, _ in details]
+    return news, added, {tuple(spans) for _, spans in details}

@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch, hamming
-from changewatch.model import Decision
-from changewatch.store import MAX_NEAR_DISTANCE, NearDuplicate, SnapshotStore
+from changewatch.decide import MAX_NEAR_DISTANCE
+from changewatch.store import SnapshotStore
 from changewatch.store.near import _CANDIDATES
 from changewatch.store.tables import (
     SIMHASH_BANDS,
@@ -23,6 +23,7 @@ from changewatch.store.tables import (
     simhash_band_index_names,
 )
 from changewatch.urls import url_digest
+from changewatch.values import Decision, NearDuplicate
 
 from ._pages import long_page, one_word_edit, page, rewrite, words
 

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from changewatch.metrics import DEDUP_RATIO, PrometheusObserver, StatsCollector, record_reconcile
-from changewatch.model import Decision
+from changewatch.values import Decision
 
 
 def _value(registry: CollectorRegistry, name: str, **labels: str) -> float | None:

@@ -15,13 +15,20 @@
     cadence. The next add after expiry starts a new, empty window. Needs Redis ≥ 7.0.
 ``timeout=SECONDS``
     connect and read timeout of every command (default 5 s to connect, 10 s to read).
+``max_age=DURATION&window=DURATION``
+    ageing generations (:mod:`changewatch.seen.redis.generations`); not with ``ttl``, and the
+    key may not contain braces.
+``replay_s=DURATION``
+    how long the server keeps each add's answers for a retry of it (default 300 s).
 
 Check-and-set is one atomic server-side step: a Lua script per key (``EVALSHA``; loaded on
 open and again after ``NOSCRIPT``) adds a whole chunk of digests and answers one byte per
 digest, so two workers never both see the same URL as new, and a batch costs one round trip.
-redis-py's own retries are switched off: a check-and-set whose reply was lost cannot be
-replayed without turning "new" into "seen", so the caller gets :class:`SeenSetUnavailableError`
-(``retryable``) and decides.
+redis-py's own retries are switched off: the caller gets :class:`SeenSetUnavailableError`
+(``retryable``) and decides. Each adding call runs under a token whose answers the server
+keeps for ``replay_s`` (:mod:`changewatch.seen.redis.scripts`); the next add of any URL of a
+call whose reply was lost sends it again under the same token, so the retry gets the answers
+of the add that timed out instead of "seen".
 
 Bloom layout (``key=K``): ``blocks`` bitmaps ``K:{TAG_b}`` of ``bits_per_block`` bits each and
 a hash ``K:meta`` holding the parameters (:func:`bloom_block_layout`, :func:`block_tags`). A URL
@@ -43,15 +50,19 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
+from changewatch.bloom import generation_error_rate
+from changewatch.seen.ageing import Clock
 from changewatch.seen.options import SeenURL
 from changewatch.seen.redis.backends import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_KEY,
     DEFAULT_READ_TIMEOUT_S,
-    RedisBloomSeenSet,
+    DEFAULT_REPLAY_S,
     RedisSeenSet,
     _translated,
 )
+from changewatch.seen.redis.bloom import RedisBloomSeenSet
+from changewatch.seen.redis.generations import RedisAgeingBloomSeenSet, RedisAgeingSeenSet
 from changewatch.seen.redis.layout import (
     DEFAULT_BLOOM_CAPACITY,
     DEFAULT_BLOOM_ERROR_RATE,
@@ -61,13 +72,18 @@ from changewatch.seen.redis.layout import (
     bloom_block_layout,
 )
 
+SeenSets = RedisSeenSet | RedisBloomSeenSet | RedisAgeingSeenSet | RedisAgeingBloomSeenSet
+
 __all__ = [
     "DEFAULT_BLOOM_CAPACITY",
     "DEFAULT_BLOOM_ERROR_RATE",
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_KEY",
     "DEFAULT_READ_TIMEOUT_S",
+    "DEFAULT_REPLAY_S",
     "BlockLayout",
+    "RedisAgeingBloomSeenSet",
+    "RedisAgeingSeenSet",
     "RedisBloomSeenSet",
     "RedisSeenSet",
     "block_positions",
@@ -79,7 +95,7 @@ __all__ = [
 # --- opening from a URL -----------------------------------------------------------------
 
 
-def open_redis_seen_set(parsed: SeenURL) -> RedisSeenSet | RedisBloomSeenSet:
+def open_redis_seen_set(parsed: SeenURL, *, clock: Clock | None = None) -> SeenSets:
     """Build a Redis seen-set from a parsed ``redis://``, ``rediss://`` or ``redis+cluster://``
     URL; :class:`~changewatch.errors.ConfigError` for a malformed one, before connecting."""
     kind = parsed.choice("kind", "set", ("set", "bloom"))
@@ -88,13 +104,25 @@ def open_redis_seen_set(parsed: SeenURL) -> RedisSeenSet | RedisBloomSeenSet:
         raise parsed.error("key= must not be empty")
     ttl = parsed.integer("ttl", None)
     timeout = parsed.seconds("timeout", 0.0) or None
+    replay_s = parsed.duration("replay_s", DEFAULT_REPLAY_S)
+    assert replay_s is not None
+    ageing = parsed.ageing()
+    if ageing is not None and ttl is not None:
+        raise parsed.error("ttl= does not combine with max_age= (generations expire by themselves)")
+    if ageing is not None and ("{" in key or "}" in key):
+        raise parsed.error("an ageing seen-set's key must not contain { or } (it adds hash tags)")
+    common: dict[str, Any] = {"key": key, "replay_s": replay_s}
     if kind == "set":
         extra = sorted({"capacity", "error_rate", "blocks"} & parsed.options.keys())
         if extra:
             raise parsed.error(f"{', '.join(extra)} only apply to kind=bloom")
         parsed.done()
         client, where, password = _connect(parsed, timeout)
-        return RedisSeenSet(client, key=key, ttl=ttl, where=where, password=password)
+        if ageing is not None:
+            return RedisAgeingSeenSet(
+                client, ageing=ageing, clock=clock, where=where, password=password, **common
+            )
+        return RedisSeenSet(client, ttl=ttl, where=where, password=password, **common)
     if "{" in key or "}" in key:
         raise parsed.error("a kind=bloom key must not contain { or } (it adds hash tags)")
     capacity = parsed.integer("capacity", DEFAULT_BLOOM_CAPACITY)
@@ -102,21 +130,18 @@ def open_redis_seen_set(parsed: SeenURL) -> RedisSeenSet | RedisBloomSeenSet:
     error_rate = parsed.rate("error_rate", DEFAULT_BLOOM_ERROR_RATE)
     blocks = parsed.integer("blocks", None)
     parsed.done()
+    rate = error_rate if ageing is None else generation_error_rate(error_rate, ageing.live)
     try:
-        bloom_block_layout(capacity, error_rate, blocks)
+        bloom_block_layout(capacity, rate, blocks)
     except ValueError as exc:
         raise parsed.error(str(exc)) from None
     client, where, password = _connect(parsed, timeout)
-    return RedisBloomSeenSet(
-        client,
-        key=key,
-        capacity=capacity,
-        error_rate=error_rate,
-        blocks=blocks,
-        ttl=ttl,
-        where=where,
-        password=password,
-    )
+    bloom: dict[str, Any] = {"capacity": capacity, "error_rate": error_rate, "blocks": blocks}
+    if ageing is not None:
+        return RedisAgeingBloomSeenSet(
+            client, ageing=ageing, clock=clock, where=where, password=password, **common, **bloom
+        )
+    return RedisBloomSeenSet(client, ttl=ttl, where=where, password=password, **common, **bloom)
 
 
 def _connect(

@@ -1,12 +1,14 @@
-"""The Redis seen-set classes, their Lua scripts, and the one place redis errors are translated."""
+"""The Redis connection base (pipelines, replayed calls), the exact set, and the one place redis
+errors are translated. The Bloom filter is in :mod:`changewatch.seen.redis.bloom`."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,23 +16,21 @@ import redis
 import redis.exceptions as rx
 from redis.cluster import RedisCluster
 
-from changewatch.bloom import estimated_error
 from changewatch.errors import SeenSetError, SeenSetUnavailableError
+from changewatch.redact import scrub
 from changewatch.seen.digests import DIGEST_SIZE, to_digest, to_digests
-from changewatch.seen.redis.layout import (
-    DEFAULT_BLOOM_CAPACITY,
-    DEFAULT_BLOOM_ERROR_RATE,
-    LAYOUT_VERSION,
-    block_positions,
-    block_tags,
-    bloom_block_layout,
+from changewatch.seen.redis.scripts import (
+    SCRIPTS,
+    SET_ADD,
+    SET_FORGET,
+    Script,
 )
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_KEY",
     "DEFAULT_READ_TIMEOUT_S",
-    "RedisBloomSeenSet",
+    "DEFAULT_REPLAY_S",
     "RedisSeenSet",
 ]
 
@@ -38,75 +38,14 @@ logger = logging.getLogger("changewatch")
 DEFAULT_KEY = "changewatch:seen"
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 10.0
+#: How long the server keeps each add's answers for a retry of it (``replay_s``): a retry
+#: within this time gets the answers of a call whose reply was lost.
+DEFAULT_REPLAY_S = 300.0
 _SCRIPT_URLS = 2_000  # digests per script call (a few ms of server time each)
 _PIPELINE_URLS = 50_000  # digests per pipeline round trip
-_NEW = ord("1")
+#: Digests of calls with lost replies kept for replay, at most (the oldest calls go first).
+MAX_LOST_DIGESTS = 1_000_000
 
-
-# --- server-side scripts ----------------------------------------------------------------
-
-
-class _Script:
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.sha = hashlib.sha1(source.encode()).hexdigest()
-
-
-# KEYS[1]: a set. ARGV[1]: 16-byte digests back to back. One byte per digest: "1" if new.
-_SET_ADD = _Script("""
-local key, data, out = KEYS[1], ARGV[1], {}
-for u = 1, #data / 16 do
-  local at = (u - 1) * 16
-  out[u] = redis.call('SADD', key, string.sub(data, at + 1, at + 16))
-end
-return table.concat(out)
-""")
-
-# KEYS[1]: one block. ARGV[1]: k; ARGV[2]: k big-endian uint32 bit positions per digest.
-# Sets every digest's bits in order; "1" for a digest one of whose bits was still 0 (new).
-_BLOOM_ADD = _Script("""
-local key, k, data = KEYS[1], tonumber(ARGV[1]), ARGV[2]
-local fmt, args, out, at = '>' .. string.rep('I4', k), {}, {}, 1
-for i = 1, k do args[4 * i - 3] = 'SET'; args[4 * i - 2] = 'u1'; args[4 * i] = 1 end
-for u = 1, #data / (4 * k) do
-  local values = {struct.unpack(fmt, data, at)}
-  at = values[k + 1]
-  for i = 1, k do args[4 * i - 1] = values[i] end
-  local old, new = redis.call('BITFIELD', key, unpack(args)), '0'
-  for i = 1, k do if old[i] == 0 then new = '1'; break end end
-  out[u] = new
-end
-return table.concat(out)
-""")
-
-# As _BLOOM_ADD, reading only: "1" for a digest whose bits are all set (maybe present).
-_BLOOM_CHECK = _Script("""
-local key, k, data = KEYS[1], tonumber(ARGV[1]), ARGV[2]
-local fmt, args, out, at = '>' .. string.rep('I4', k), {}, {}, 1
-for i = 1, k do args[3 * i - 2] = 'GET'; args[3 * i - 1] = 'u1' end
-for u = 1, #data / (4 * k) do
-  local values = {struct.unpack(fmt, data, at)}
-  at = values[k + 1]
-  for i = 1, k do args[3 * i] = values[i] end
-  local bits, found = redis.call('BITFIELD_RO', key, unpack(args)), '1'
-  for i = 1, k do if bits[i] == 0 then found = '0'; break end end
-  out[u] = found
-end
-return table.concat(out)
-""")
-
-# KEYS[1]: the meta hash. ARGV[1]: ttl (0: none); then field, value pairs, written only when
-# the hash holds no layout yet (the first opener wins, atomically). Returns what is stored.
-_BLOOM_META = _Script("""
-local meta, ttl = KEYS[1], tonumber(ARGV[1])
-if redis.call('HEXISTS', meta, 'layout') == 0 then
-  redis.call('HSET', meta, unpack(ARGV, 2))
-end
-if ttl > 0 then redis.call('EXPIRE', meta, ttl, 'NX') end
-return redis.call('HGETALL', meta)
-""")
-
-_SCRIPTS = (_SET_ADD, _BLOOM_ADD, _BLOOM_CHECK, _BLOOM_META)
 
 _UNAVAILABLE = (
     rx.ConnectionError,  # BusyLoadingError is one
@@ -129,7 +68,7 @@ def _translated(where: str, secret: str | None = None) -> Iterator[None]:
 
     def text(exc: BaseException) -> str:
         message = f"{type(exc).__name__}: {exc}"
-        return message.replace(secret, "***") if secret else message
+        return scrub(message, [secret])
 
     try:
         yield
@@ -161,11 +100,44 @@ def _flags(answers: Iterable[bytes]) -> np.ndarray:
     return flags
 
 
+def reply_key(key: str, token: str) -> str:
+    """Where a call on ``key`` keeps its answers: under ``key``, in ``key``'s cluster slot.
+
+    ``key`` with a hash tag (``a:{t}``) → ``a:{t}:r:TOKEN``; without one, the whole key is
+    its slot's tag → ``key:{key}:r:TOKEN``.
+
+    >>> reply_key("crawl:{crawl:3}", "ab"), reply_key("crawl", "ab")
+    ('crawl:{crawl:3}:r:ab', 'crawl:{crawl}:r:ab')
+    """
+    opening = key.find("{")
+    if opening >= 0 and key.find("}", opening + 2) > opening:
+        return f"{key}:r:{token}"
+    return f"{key}:{{{key}}}:r:{token}"
+
+
+@dataclass
+class Call:
+    """One replayable script call: its token, its command and the digests it answers."""
+
+    token: str
+    command: Command
+    digests: list[bytes]
+
+
 # --- the backends -----------------------------------------------------------------------
 
 
 class _RedisBase:
-    """Connection, error translation and pipelining shared by both kinds."""
+    """Connection, error translation, pipelining and replay of lost replies, for every kind.
+
+    An add whose reply is lost (``SeenSetUnavailableError``: a timeout or a cut connection,
+    after the server may have run it) is remembered with its token. The next add of any of its
+    digests sends it again first, under the same token: the server answers with the kept reply
+    (or runs it, if it never did), and a digest that call found new is answered new by this
+    add — once. At most :data:`MAX_LOST_DIGESTS` digests are remembered so.
+    """
+
+    exact = True
 
     def __init__(
         self,
@@ -175,20 +147,27 @@ class _RedisBase:
         ttl: int | None,
         where: str,
         password: str | None,
+        replay_s: float = DEFAULT_REPLAY_S,
     ) -> None:
         self._client = client
         self.key = key
         self.ttl = ttl
+        self.replay_s = replay_s
         self._where = where
         self._password = password
         self._closed = False
+        self._replay_lock = threading.Lock()
+        self._lost: dict[str, Call] = {}
+        self._lost_by_digest: dict[bytes, set[str]] = {}
+        self._lost_digests = 0
+        self._owed: set[bytes] = set()
 
     def _errors(self) -> AbstractContextManager[None]:
         return _translated(self._where, self._password)
 
     def _load_scripts(self) -> None:
         with self._errors():
-            for script in _SCRIPTS:
+            for script in SCRIPTS:
                 self._client.script_load(script.source)
 
     def _execute(self, commands: Sequence[Command]) -> list[Any]:
@@ -219,6 +198,96 @@ class _RedisBase:
 
     def _expire(self, *keys: str) -> list[Command]:
         return [("EXPIRE", key, self.ttl, "NX") for key in keys] if self.ttl else []
+
+    # -- replayable calls ------------------------------------------------------------------
+
+    def _call(
+        self, script: Script, keys: Sequence[str], args: Sequence[Any], digests: list[bytes]
+    ) -> Call:
+        """A call of ``script`` over ``keys`` (the first names the slot) with a fresh token.
+
+        The script takes its reply key last among its keys and ``args`` as its arguments, the
+        reply lifetime (ms) placed where ``args`` holds ``None``.
+        """
+        token = os.urandom(8).hex()
+        replay_s = min(self.replay_s, self.ttl) if self.ttl else self.replay_s
+        reply_ms = max(1, round(replay_s * 1000))
+        filled = [reply_ms if a is None else a for a in args]
+        command = ("EVALSHA", script.sha, len(keys) + 1, *keys, reply_key(keys[0], token), *filled)
+        return Call(token, command, digests)
+
+    def _run(self, calls: list[Call], extra: Sequence[Command] = ()) -> list[Any]:
+        """Run adding ``calls`` (then ``extra``), after replaying lost calls of their digests.
+
+        Returns the replies of ``calls`` and ``extra``. On ``SeenSetUnavailableError`` the
+        calls are remembered as lost (their replies may have been kept by the server).
+        """
+        replays = self._replays_for(d for call in calls for d in call.digests)
+        commands = [c.command for c in replays] + [c.command for c in calls] + list(extra)
+        try:
+            results = self._execute(commands)
+        except SeenSetUnavailableError:
+            self._remember(calls)
+            raise
+        self._settle(replays, results[: len(replays)])
+        return results[len(replays) :]
+
+    def _replays_for(self, digests: Iterable[bytes]) -> list[Call]:
+        with self._replay_lock:
+            if not self._lost:
+                return []
+            tokens: set[str] = set()
+            for digest in digests:
+                tokens |= self._lost_by_digest.get(digest, set())
+            return [self._lost[t] for t in self._lost if t in tokens]
+
+    def _remember(self, calls: list[Call]) -> None:
+        with self._replay_lock:
+            for call in calls:
+                self._lost[call.token] = call
+                self._lost_digests += len(call.digests)
+                for digest in call.digests:
+                    self._lost_by_digest.setdefault(digest, set()).add(call.token)
+            while self._lost_digests > MAX_LOST_DIGESTS and len(self._lost) > 1:
+                oldest = next(iter(self._lost))
+                self._drop_lost(oldest)
+                logger.warning(
+                    "Redis seen-set %r: too many adds with lost replies; the answers of the "
+                    "oldest can no longer be replayed (their URLs may be answered seen)",
+                    self.key,
+                )
+
+    def _drop_lost(self, token: str) -> Call:
+        call = self._lost.pop(token)
+        self._lost_digests -= len(call.digests)
+        for digest in call.digests:
+            tokens = self._lost_by_digest.get(digest)
+            if tokens is not None:
+                tokens.discard(token)
+                if not tokens:
+                    del self._lost_by_digest[digest]
+        return call
+
+    def _settle(self, replays: list[Call], replies: list[Any]) -> None:
+        """Record what replayed calls answered new: owed to the caller, once each."""
+        with self._replay_lock:
+            for call, reply in zip(replays, replies, strict=True):
+                if call.token in self._lost:
+                    self._drop_lost(call.token)
+                flags = _flags([reply])
+                self._owed.update(d for d, new in zip(call.digests, flags, strict=True) if new)
+
+    def _pay_owed(self, digests: Sequence[bytes], out: np.ndarray) -> None:
+        """Answer new the first occurrence of each digest a replayed call found new."""
+        with self._replay_lock:
+            if not self._owed:
+                return
+            for index, digest in enumerate(digests):
+                if digest in self._owed:
+                    self._owed.discard(digest)
+                    out[index] = True
+
+    # -- the protocol ----------------------------------------------------------------------
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, str):
@@ -253,12 +322,23 @@ class RedisSeenSet(_RedisBase):
         ttl: int | None = None,
         where: str = "redis",
         password: str | None = None,
+        replay_s: float = DEFAULT_REPLAY_S,
     ) -> None:
-        super().__init__(client, key=key, ttl=ttl, where=where, password=password)
+        super().__init__(
+            client, key=key, ttl=ttl, where=where, password=password, replay_s=replay_s
+        )
         try:
-            held, bloom_meta = self._execute([("TYPE", key), ("EXISTS", f"{key}:meta")])
-            if _text(held) not in ("none", "set") or bloom_meta:
-                what = "a kind=bloom seen-set" if bloom_meta else f"a Redis {_text(held)}"
+            held, bloom_meta, ageing_meta = self._execute(
+                [("TYPE", key), ("EXISTS", f"{key}:meta"), ("EXISTS", f"{key}:{{{key}}}:meta")]
+            )
+            if _text(held) not in ("none", "set") or bloom_meta or ageing_meta:
+                what = (
+                    "a kind=bloom seen-set"
+                    if bloom_meta
+                    else "an ageing seen-set (made with max_age)"
+                    if ageing_meta
+                    else f"a Redis {_text(held)}"
+                )
                 raise SeenSetError(f"Redis key {key!r} at {where} holds {what}, not a set")
             self._load_scripts()
         except BaseException:
@@ -266,20 +346,41 @@ class RedisSeenSet(_RedisBase):
             raise
 
     def add(self, item: str | bytes) -> bool:
-        added, *_ = self._execute([("SADD", self.key, to_digest(item)), *self._expire(self.key)])
-        return bool(added)
+        return self.add_many([item])[0]
 
     def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
         digests = to_digests(items)  # every item checked before any is added
         answers: list[bytes] = []
         for start in range(0, len(digests), _PIPELINE_URLS):
             batch = digests[start : start + _PIPELINE_URLS]
-            calls: list[Command] = [
-                ("EVALSHA", _SET_ADD.sha, 1, self.key, b"".join(batch[i : i + _SCRIPT_URLS]))
-                for i in range(0, len(batch), _SCRIPT_URLS)
+            calls = [
+                self._call(SET_ADD, [self.key], [b"".join(chunk), None], chunk)
+                for chunk in (
+                    batch[i : i + _SCRIPT_URLS] for i in range(0, len(batch), _SCRIPT_URLS)
+                )
             ]
-            answers += self._execute(calls + self._expire(self.key))[: len(calls)]
-        return _flags(answers).tolist()  # type: ignore[no-any-return]
+            answers += self._run(calls, self._expire(self.key))[: len(calls)]
+        out = _flags(answers)
+        self._pay_owed(digests, out)
+        return out.tolist()  # type: ignore[no-any-return]
+
+    def forget(self, item: str | bytes) -> bool:
+        """Remove a URL or digest; True when it was there (the next add answers new)."""
+        return self.forget_many([item])[0]
+
+    def forget_many(self, items: Iterable[str | bytes]) -> list[bool]:
+        """``forget`` for several, one script call per 2,000 (atomic per call)."""
+        digests = to_digests(items)
+        calls: list[Command] = [
+            ("EVALSHA", SET_FORGET.sha, 1, self.key, b"".join(digests[i : i + _SCRIPT_URLS]))
+            for i in range(0, len(digests), _SCRIPT_URLS)
+        ]
+        return _flags(self._execute(calls)).tolist() if calls else []
+
+    def members(self) -> set[bytes]:
+        """Every digest in the set (``SSCAN``; meant for small sets, such as a retry set)."""
+        with self._errors():
+            return {bytes(d) for d in self._client.sscan_iter(self.key, count=1000)}
 
     def contains_many(self, items: Iterable[str | bytes]) -> list[bool]:
         digests = to_digests(items)
@@ -305,202 +406,5 @@ class RedisSeenSet(_RedisBase):
             "estimated_error_rate": 0.0,
             "ttl": self.ttl,
             "ttl_remaining": int(ttl) if int(ttl) >= 0 else None,
+            "replay_s": self.replay_s,
         }
-
-
-class RedisBloomSeenSet(_RedisBase):
-    """A Bloom filter over ``layout.blocks`` bitmap keys; each URL checked-and-set atomically.
-
-    A batch is grouped by block, one script call per block (and per 2,000 digests), pipelined.
-    ``stats()["items"]`` counts the adds answered "new" (``HINCRBY`` on the meta hash, sent
-    with the next round trip): approximate, as a false positive is not counted.
-    ``estimated_error_rate`` is computed from the real fill (``BITCOUNT``); once it passes
-    ``error_rate`` a warning is logged, checked when the counter reaches the capacity and at
-    every further tenth of it.
-    """
-
-    def __init__(
-        self,
-        client: redis.Redis | RedisCluster,
-        *,
-        key: str = DEFAULT_KEY,
-        capacity: int = DEFAULT_BLOOM_CAPACITY,
-        error_rate: float = DEFAULT_BLOOM_ERROR_RATE,
-        blocks: int | None = None,
-        ttl: int | None = None,
-        where: str = "redis",
-        password: str | None = None,
-    ) -> None:
-        super().__init__(client, key=key, ttl=ttl, where=where, password=password)
-        self.capacity = capacity
-        self.error_rate = error_rate
-        self.meta_key = f"{key}:meta"
-        self._lock = threading.Lock()
-        self._pending_items = 0
-        self._items = 0
-        self._next_fill_check = capacity
-        self._warned = False
-        try:
-            if "{" in key or "}" in key:
-                raise SeenSetError(f"Bloom seen-set key {key!r} must not contain braces")
-            try:
-                self.layout = bloom_block_layout(capacity, error_rate, blocks)
-            except ValueError as exc:
-                raise SeenSetError(f"Redis Bloom seen-set {key!r}: {exc}") from None
-            self.block_keys = [f"{key}:{{{tag}}}" for tag in block_tags(key, self.layout.blocks)]
-            self._open()
-        except BaseException:
-            super().close()
-            raise
-
-    def _parameters(self) -> dict[str, str]:
-        return {
-            "layout": LAYOUT_VERSION,
-            "blocks": str(self.layout.blocks),
-            "bits_per_block": str(self.layout.bits_per_block),
-            "hashes": str(self.layout.hashes),
-            "capacity": str(self.capacity),
-            "error_rate": repr(self.error_rate),
-        }
-
-    def _open(self) -> None:
-        (held,) = self._execute([("TYPE", self.key)])
-        if _text(held) != "none":
-            raise SeenSetError(
-                f"Redis key {self.key!r} at {self._where} holds a Redis {_text(held)} (a "
-                "kind=set seen-set?); a kind=bloom seen-set cannot share its key"
-            )
-        self._load_scripts()
-        wanted = self._parameters()
-        pairs = [x for item in wanted.items() for x in item]
-        (stored,) = self._execute(
-            [("EVALSHA", _BLOOM_META.sha, 1, self.meta_key, self.ttl or 0, *pairs)]
-        )
-        found = {_text(stored[i]): _text(stored[i + 1]) for i in range(0, len(stored), 2)}
-        mismatched = [name for name in wanted if found.get(name) != wanted[name]]
-        if mismatched:
-            theirs = ", ".join(f"{name}={found.get(name)}" for name in mismatched)
-            ours = ", ".join(f"{name}={wanted[name]}" for name in mismatched)
-            raise SeenSetError(
-                f"Redis Bloom seen-set {self.key!r} at {self._where} was created with {theirs}; "
-                f"this one asks for {ours}: open it with the same capacity, error_rate and "
-                "blocks, or use another key"
-            )
-        self._items = int(found.get("items", 0))
-        if self.ttl:  # create every block now, so that the whole filter shares one window
-            self._execute(
-                [("APPEND", key, b"") for key in self.block_keys] + self._expire(*self.block_keys)
-            )
-
-    def _calls(self, script: _Script, digests: Sequence[bytes]) -> tuple[list[Command], np.ndarray]:
-        """One call of ``script`` per block (and per 2,000 digests), and the digests' order."""
-        blocks, bits = block_positions(digests, self.layout)
-        order = np.argsort(blocks, kind="stable")  # a repeat stays after its first occurrence
-        bounds = np.searchsorted(blocks[order], np.arange(self.layout.blocks + 1))
-        calls: list[Command] = []
-        for block in range(self.layout.blocks):
-            rows = order[bounds[block] : bounds[block + 1]]
-            for i in range(0, rows.size, _SCRIPT_URLS):
-                data = bits[rows[i : i + _SCRIPT_URLS]].astype(">u4").tobytes()
-                calls.append(
-                    ("EVALSHA", script.sha, 1, self.block_keys[block], self.layout.hashes, data)
-                )
-        return calls, order
-
-    def add(self, item: str | bytes) -> bool:
-        return self.add_many([to_digest(item)])[0]
-
-    def add_many(self, items: Iterable[str | bytes]) -> list[bool]:
-        digests = to_digests(items)  # every item checked before any is added
-        out = np.zeros(len(digests), dtype=bool)
-        for start in range(0, len(digests), _PIPELINE_URLS):
-            batch = digests[start : start + _PIPELINE_URLS]
-            calls, order = self._calls(_BLOOM_ADD, batch)
-            touched = sorted({_text(call[3]) for call in calls})
-            counter = self._counter_commands()
-            results = self._execute(calls + counter + self._expire(*touched))
-            new = _flags(results[: len(calls)])
-            out[start + order] = new
-            self._counted(results[len(calls)] if counter else None, int(new.sum()))
-        return out.tolist()
-
-    def contains_many(self, items: Iterable[str | bytes]) -> list[bool]:
-        digests = to_digests(items)
-        out = np.zeros(len(digests), dtype=bool)
-        for start in range(0, len(digests), _PIPELINE_URLS):
-            calls, order = self._calls(_BLOOM_CHECK, digests[start : start + _PIPELINE_URLS])
-            out[start + order] = _flags(self._execute(calls))
-        return out.tolist()
-
-    def _counter_commands(self) -> list[Command]:
-        with self._lock:
-            pending, self._pending_items = self._pending_items, 0
-        if not pending:
-            return []
-        return [("HINCRBY", self.meta_key, "items", pending), *self._expire(self.meta_key)]
-
-    def _counted(self, total: int | None, new: int) -> None:
-        with self._lock:
-            self._pending_items += new
-            if total is not None:
-                self._items = int(total)
-            estimate = self._items + self._pending_items
-            due = not self._warned and estimate >= self._next_fill_check
-            if due:
-                self._next_fill_check = estimate + max(1, self.capacity // 10)
-        if due:
-            self.estimated_error_rate()
-
-    def _flush_counter(self) -> None:
-        counter = self._counter_commands()
-        if counter:
-            self._counted(self._execute(counter)[0], 0)
-
-    def fill(self) -> float:
-        """Fraction of the filter's bits that are set (``BITCOUNT`` over every block)."""
-        counts = self._execute([("BITCOUNT", key) for key in self.block_keys])
-        return sum(int(c) for c in counts) / self.layout.bits
-
-    def estimated_error_rate(self) -> float:
-        """False-positive rate at the real fill, ``fill^k``; warns once past ``error_rate``."""
-        estimate = estimated_error(self.fill(), self.layout.hashes)
-        if estimate > self.error_rate and not self._warned:
-            self._warned = True
-            logger.warning(
-                "Redis Bloom seen-set %r is overfull: its estimated false-positive rate %.3g is "
-                "over the configured %.3g (capacity %d), so new URLs are being taken for seen",
-                self.key,
-                estimate,
-                self.error_rate,
-                self.capacity,
-            )
-        return estimate
-
-    def stats(self) -> Mapping[str, Any]:
-        counter = self._counter_commands() or [("HGET", self.meta_key, "items")]
-        self._counted(int(self._execute(counter)[0] or 0), 0)
-        estimate = self.estimated_error_rate()
-        memory = self._execute([("MEMORY USAGE", k) for k in [*self.block_keys, self.meta_key]])
-        return {
-            "kind": "redis-bloom",
-            "key": self.key,
-            "items": self._items,
-            "capacity": self.capacity,
-            "bits": self.layout.bits,
-            "bytes": self.layout.nbytes,
-            "memory_usage": sum(int(m or 0) for m in memory),
-            "hashes": self.layout.hashes,
-            "blocks": self.layout.blocks,
-            "error_rate": self.error_rate,
-            "estimated_error_rate": estimate,
-            "ttl": self.ttl,
-        }
-
-    def close(self) -> None:
-        """Send the pending items count (best effort), then close the connection pool."""
-        if not self._closed:
-            try:
-                self._flush_counter()
-            except SeenSetError as exc:
-                logger.warning("Redis Bloom seen-set %r: items count not saved: %s", self.key, exc)
-        super().close()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
 
-from changewatch.bloom import bloom_size
+from changewatch.bloom import DEFAULT_BLOOM_CAPACITY, DEFAULT_BLOOM_ERROR_RATE, bloom_size
 
 __all__ = [
     "DEFAULT_BLOOM_CAPACITY",
@@ -21,8 +21,6 @@ __all__ = [
     "bloom_block_layout",
 ]
 
-DEFAULT_BLOOM_CAPACITY = 1_000_000
-DEFAULT_BLOOM_ERROR_RATE = 0.001
 MIN_BLOCKS = 16  # enough keys to spread over a cluster's nodes
 MAX_BLOCKS = 1024  # block_tags searches ~blocks tags per block
 TARGET_BLOCK_BITS = 64 * 1024 * 1024 * 8  # 64 MiB a key, well under Redis's 512 MB strings

@@ -1,0 +1,232 @@
+"""What every ``changewatch`` command shares: the global options, output helpers, and the
+one place errors are printed (passwords hidden)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from changewatch.config import Settings, load_settings
+from changewatch.errors import ChangewatchError
+from changewatch.redact import scrub, url_secret
+from changewatch.schedule import parse_duration
+from changewatch.values import Decision, Version
+from changewatch.watch import ChangeWatch
+
+__all__ = [
+    "Options",
+    "cell",
+    "clean",
+    "console",
+    "decision_json",
+    "duration_option",
+    "echo_json",
+    "fields_table",
+    "iso",
+    "kind_text",
+    "positive_duration_option",
+    "print_error",
+    "secrets",
+    "version_json",
+    "versions_table",
+]
+
+KIND_STYLES = {
+    "new": "cyan",
+    "unchanged": "dim",
+    "minor": "yellow",
+    "changed": "magenta",
+    "gone": "red",
+}
+# SQLAlchemy appends a link to its error docs to every message.
+_BACKGROUND_RE = re.compile(r"\s*\(Background on this error at: [^)]*\)")
+_MAX_CAUSE_CHARS = 300
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Options:
+    """The global options; settings are loaded when a command needs them."""
+
+    database_url: str | None
+    seen_url: str | None
+
+    def settings(self) -> Settings:
+        loaded = load_settings()
+        return dataclasses.replace(
+            loaded,
+            database_url=self.database_url or loaded.database_url,
+            seen_url=self.seen_url or loaded.seen_url,
+        )
+
+    def watch(self, *, allow_mixed_canon: bool = False) -> ChangeWatch:
+        s = self.settings()
+        return ChangeWatch(
+            s.database_url,
+            s.seen_url,
+            minor_distance=s.minor_distance,
+            max_page_bytes=s.max_page_bytes,
+            url_policy=s.url_policy,
+            canon_policy=s.canon_policy,
+            allow_mixed_canon=allow_mixed_canon,
+            store_text=s.store_text,
+            flip_window=s.flip_window,
+            fingerprint_policy=s.fingerprint_policy,
+            seen_on_error=s.seen_on_error,
+        )
+
+
+def secrets(ctx: click.Context) -> list[str]:
+    """Database passwords that must not appear in what is printed."""
+    urls = [ctx.params.get("database_url")]
+    with contextlib.suppress(ChangewatchError):
+        urls.append(load_settings().database_url)
+    found = []
+    for url in urls:
+        password = url_secret(url) if url else None
+        if password:
+            found.append(password)
+    return found
+
+
+def clean(text: str, secrets: Sequence[str]) -> str:
+    """One line, without SQLAlchemy's doc link and with every password hidden."""
+    text = _BACKGROUND_RE.sub("", text)
+    return scrub(" ".join(text.split()), secrets)
+
+
+def print_error(exc: ChangewatchError, secrets: Sequence[str]) -> None:
+    message = clean(str(exc), secrets)
+    click.echo(f"changewatch: error: {message}", err=True)
+    shown = {message}
+    cause = exc.__cause__
+    while cause is not None:
+        kind = type(cause)
+        name = (
+            kind.__qualname__
+            if kind.__module__ == "builtins"
+            else (f"{kind.__module__}.{kind.__qualname__}")
+        )
+        message = clean(str(cause), secrets)
+        if len(message) > _MAX_CAUSE_CHARS:
+            message = message[:_MAX_CAUSE_CHARS] + "…"
+        if message not in shown:
+            click.echo(
+                f"  caused by: {name}: {message}" if message else f"  caused by: {name}", err=True
+            )
+            shown.add(message)
+        cause = cause.__cause__
+
+
+# -- output helpers ---------------------------------------------------------------------------
+
+
+def console() -> Console:
+    """stdout for tables; wide enough not to fold columns when piped."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def kind_text(kind: str) -> Text:
+    return Text(kind, style=KIND_STYLES.get(kind, ""))
+
+
+def cell(value: object) -> Text:
+    """A table cell as plain text: URLs and paths are never read as rich markup."""
+    return Text("—" if value is None else str(value))
+
+
+def iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def decision_json(d: Decision) -> dict[str, Any]:
+    return {
+        "url": d.url,
+        "kind": d.kind,
+        "parse": bool(d),
+        "distance": d.distance,
+        "duplicate_of": d.duplicate_of,
+        "path": d.path,
+        "version": d.version,
+        "reverted_to": d.reverted_to,
+        "url_digest": d.url_digest.hex(),
+        "content_sha256": d.content_sha256.hex(),
+        "simhash": f"{d.simhash:016x}",
+    }
+
+
+def version_json(v: Version) -> dict[str, Any]:
+    return {
+        "version": v.version,
+        "kind": v.kind,
+        "distance": v.distance,
+        "first_seen": iso(v.first_seen),
+        "last_seen": iso(v.last_seen),
+        "content_sha256": v.content_sha256.hex(),
+        "raw_sha256": v.raw_sha256.hex(),
+        "simhash": f"{v.simhash:016x}",
+        "text_length": v.text_length,
+        "reverted_to": v.reverted_to,
+    }
+
+
+def versions_table(versions: Sequence[Version], title: str) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
+    for column in ("version", "kind", "distance", "first seen", "last seen", "content"):
+        table.add_column(column, justify="right" if column in ("version", "distance") else "left")
+    for v in versions:
+        table.add_row(
+            cell(v.version),
+            kind_text(v.kind),
+            cell(v.distance),
+            cell(v.first_seen.isoformat(timespec="seconds")),
+            cell(v.last_seen.isoformat(timespec="seconds")),
+            cell(v.content_sha256.hex()[:12]),
+        )
+    return table
+
+
+def fields_table(rows: Mapping[str, object], title: str) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for name, value in rows.items():
+        table.add_row(name, kind_text(str(value)) if name == "kind" else cell(value))
+    return table
+
+
+def duration_option(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    """A click callback: the option's value as a :class:`~datetime.timedelta`
+    (:func:`changewatch.schedule.parse_duration`), or a usage error naming the option."""
+    return _duration(value, positive=False)
+
+
+def positive_duration_option(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> Any:
+    """:func:`duration_option` for an interval, which must be longer than zero."""
+    return _duration(value, positive=True)
+
+
+def _duration(value: str | None, *, positive: bool) -> timedelta | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, positive=positive)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc

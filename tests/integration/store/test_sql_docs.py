@@ -1,0 +1,222 @@
+"""Every query in docs/sql.md runs on Postgres (and SQLite unless tagged postgres-only), on a
+store filled through the public API; many results are checked, and the documented columns
+of the views are the views' real columns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import sqlalchemy as sa
+
+from changewatch import ChangeWatch
+from changewatch.store.tables import metadata
+from changewatch.store.views import VIEW_NAMES
+
+from .._history_data import ABOUT, ARTICLE, FLIP, MINOR, NEWS, SHOP, STATIC, STEADY, populate
+
+if TYPE_CHECKING:
+    from conftest import Clock
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "sql.md"
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    sql: str
+    postgres_only: bool
+    sqlite_only: bool
+
+
+def _queries() -> list[Query]:
+    found = []
+    for block in re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S):
+        name = re.search(r"^-- name: (\S+)$", block, re.M)
+        assert name, f"a query in docs/sql.md has no '-- name:' line:\n{block}"
+        tags = set(re.findall(r"^-- (postgres-only|sqlite-only)$", block, re.M))
+        found.append(Query(name.group(1), block, "postgres-only" in tags, "sqlite-only" in tags))
+    return found
+
+
+def _for(dialect: str) -> dict[str, Query]:
+    """The query of each name on ``dialect``: the sqlite-only spelling wins on SQLite."""
+    chosen: dict[str, Query] = {}
+    for q in _queries():
+        wanted = not q.sqlite_only if dialect == "postgresql" else not q.postgres_only
+        if wanted and (q.sqlite_only or q.name not in chosen):
+            chosen[q.name] = q
+    return chosen
+
+
+def _f(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _check_changed_this_week(rows: list[Any]) -> None:
+    assert [(r.url, r.version_no, r.reverted_to) for r in rows] == [(MINOR, 2, None), (FLIP, 4, 2)]
+
+
+def _check_volatile(rows: list[Any]) -> None:
+    assert [(r.url, r.change_count) for r in rows] == [(FLIP, 3), (ARTICLE, 1), (MINOR, 1)]
+
+
+def _check_hosts_by_rate(rows: list[Any]) -> None:
+    assert [(r.host, _f(r.changes_per_page)) for r in rows] == [
+        (SHOP, 1.33),
+        (NEWS, 1.0),
+        (STATIC, 0.0),
+    ]
+
+
+def _check_flip_flops(rows: list[Any]) -> None:
+    assert [(r.url, r.reversions, r.versions_returned_to, r.reverted_versions) for r in rows] == [
+        (FLIP, 2, 2, "3->1, 4->2")
+    ]
+
+
+def _check_new_per_day(rows: list[Any]) -> None:
+    assert {r.host: r.new_pages for r in rows} == {SHOP: 3, NEWS: 1, STATIC: 1}
+    assert len({str(r.day) for r in rows}) == 1
+
+
+def _check_minor_share(rows: list[Any]) -> None:
+    assert [(r.host, r.minor, r.changed, _f(r.minor_share)) for r in rows] == [
+        (NEWS, 0, 1, 0.0),
+        (SHOP, 1, 3, 0.25),
+    ]
+
+
+def _check_unchanged_30(rows: list[Any]) -> None:
+    assert [(r.url, r.fetch_count) for r in rows] == [(STEADY, 4), (ABOUT, 2)]
+
+
+def _check_between(rows: list[Any]) -> None:
+    assert [(r.url, r.intervals, _f(r.mean_days)) for r in rows] == [
+        (FLIP, 3, 11.67),
+        (MINOR, 1, 38.0),
+        (ARTICLE, 1, 39.5),
+    ]
+
+
+def _check_fetches_per_change(rows: list[Any]) -> None:
+    assert [(r.host, r.fetches, r.changes, _f(r.fetches_per_change)) for r in rows] == [
+        (NEWS, 2, 1, 2.0),
+        (SHOP, 10, 4, 2.5),
+        (STATIC, 2, 0, None),
+    ]
+
+
+def _check_today(rows: list[Any]) -> None:
+    assert [(r.host, r.changes_last_1_day, r.changes_last_7_days) for r in rows] == [(NEWS, 1, 1)]
+
+
+def _check_median(rows: list[Any]) -> None:
+    assert [(r.host, r.measured_intervals, _f(r.median_days)) for r in rows] == [
+        (SHOP, 4, 13.0),
+        (NEWS, 1, 39.5),
+    ]
+
+
+def _check_latest_change(rows: list[Any]) -> None:
+    assert {r.url: (r.version_no, r.reverted_to) for r in rows} == {
+        FLIP: (4, 2),
+        MINOR: (2, None),
+        ARTICLE: (2, None),
+    }
+
+
+def _check_history(rows: list[Any]) -> None:
+    assert [(r.version_no, r.reverted_to) for r in rows] == [(1, None), (2, None), (3, 1), (4, 2)]
+    assert rows[0].content_sha256 == rows[2].content_sha256
+    assert re.fullmatch(r"[0-9a-f]{64}", rows[0].content_sha256)
+
+
+def _check_empty(rows: list[Any]) -> None:
+    assert rows == []
+
+
+def _check_moving_average(rows: list[Any]) -> None:
+    assert sum(r.changes for r in rows) == 4  # days -20, -5, -2 and -0.5
+
+
+def _check_due(rows: list[Any]) -> None:
+    # The history's clock is in the past: every page with an estimate is due by now.
+    assert rows, "no page is due"
+    assert [r.due_at for r in rows] == sorted(r.due_at for r in rows)
+    assert all(r.changes_per_day is not None for r in rows)
+
+
+CHECKS: dict[str, Callable[[list[Any]], None]] = {
+    "changed_this_week_on_host": _check_changed_this_week,
+    "most_volatile_pages": _check_volatile,
+    "hosts_by_change_rate": _check_hosts_by_rate,
+    "flip_flopping_pages": _check_flip_flops,
+    "new_pages_per_day": _check_new_per_day,
+    "minor_vs_changed": _check_minor_share,
+    "unchanged_30_days": _check_unchanged_30,
+    "time_between_changes": _check_between,
+    "fetches_per_change": _check_fetches_per_change,
+    "hosts_changed_today": _check_today,
+    "median_days_between_changes": _check_median,
+    "latest_change_per_page": _check_latest_change,
+    "history_of_one_page": _check_history,
+    "duplicate_content": _check_empty,
+    "prune_preview": _check_empty,
+    "daily_changes_moving_average": _check_moving_average,
+    "due_for_refetch": _check_due,
+}
+
+
+def test_the_document_has_enough_named_questions() -> None:
+    names = {q.name for q in _queries()}
+    assert len(names) >= 12
+    assert set(CHECKS) <= names
+    assert set(_for("sqlite")) <= set(_for("postgresql"))  # every SQLite query has a Postgres one
+
+
+def test_every_documented_query_runs_and_answers(watch: ChangeWatch, clock: Clock) -> None:
+    populate(watch, clock)
+    dialect = watch.store.dialect
+    queries = _for(dialect)
+    assert len(queries) >= (12 if dialect == "postgresql" else 10)
+    checked = 0
+    with watch.store.engine.connect() as conn:
+        for name, query in queries.items():
+            # exec_driver_sql: the documented text reaches the database untouched.
+            sql = query.sql.replace("%", "%%") if dialect == "postgresql" else query.sql
+            rows = list(conn.exec_driver_sql(sql).all())
+            if name in CHECKS:
+                try:
+                    CHECKS[name](rows)
+                except AssertionError as exc:
+                    raise AssertionError(f"docs/sql.md query {name!r} on {dialect}: {exc}") from exc
+                checked += 1
+    assert checked >= 10
+
+
+def _documented_columns(title: str) -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    section = re.search(rf"^### {title}\n(.*?)(?=^##)", text, re.M | re.S)
+    assert section, f"docs/sql.md has no section {title!r}"
+    return re.findall(r"^\| `(\w+)` \|", section.group(1), re.M)
+
+
+@pytest.mark.parametrize("view", VIEW_NAMES)
+def test_documented_view_columns_are_the_real_ones(watch: ChangeWatch, view: str) -> None:
+    with watch.store.engine.connect() as conn:
+        real = list(conn.execute(sa.text(f"SELECT * FROM {view} WHERE 1 = 0")).keys())
+    assert _documented_columns(f"View `{view}`") == real
+
+
+@pytest.mark.parametrize("table", ["page_snapshots", "page_versions"])
+def test_documented_table_columns_exist(table: str) -> None:
+    """Every documented column exists, in the schema's order (later migrations may add more)."""
+    documented = _documented_columns(f"Table `{table}`")
+    real = [c.name for c in metadata.tables[table].columns]
+    assert documented == [c for c in real if c in documented]
+    assert len(documented) >= 13

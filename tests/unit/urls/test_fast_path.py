@@ -1,0 +1,187 @@
+"""canonicalise's fast path (URLs already canonical) gives exactly what the full parse gives."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+import pytest
+import shared_corpus
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from changewatch.errors import InvalidURLError
+from changewatch.urls import DEFAULT_POLICY, CanonPolicy, HostPolicy, canonicalise
+from changewatch.urls.canon import _SIMPLE_URL, _canonicalise_parsed
+
+SHARED_CORPUS = shared_corpus.ROOT
+
+POLICIES = {
+    "default": DEFAULT_POLICY,
+    "fold": CanonPolicy(default=HostPolicy(fold_trailing_slash=True)),
+    "sessions": CanonPolicy(default=HostPolicy(strip_session_ids=True)),
+    "per-host": CanonPolicy(hosts={"example.com": HostPolicy(fold_trailing_slash=True)}),
+    "short": CanonPolicy(max_length=24),
+}
+
+
+def outcome(function: object, url: str, policy: CanonPolicy) -> str:
+    """The result, or the refusal's message: both paths must agree on either."""
+    try:
+        if function is canonicalise:
+            return canonicalise(url, policy)
+        return _canonicalise_parsed(url, policy) if len(url) <= policy.max_length else "long"
+    except InvalidURLError as exc:
+        return f"refused: {exc}"
+
+
+def same(url: str) -> None:
+    for name, policy in POLICIES.items():
+        fast = outcome(canonicalise, url, policy)
+        full = outcome(_canonicalise_parsed, url, policy)
+        if fast.startswith("refused: ") and "longer than" in fast:
+            full = fast if full == "long" else full
+        assert fast == full, (name, url)
+
+
+_LABEL = st.text(alphabet="abcxyzAZ09-_.", min_size=0, max_size=8)
+_SEGMENT = st.one_of(
+    st.text(alphabet="az09-._~!$&'()*+,;=:@%2eE/?#|^`{}\\ é", max_size=10),
+    st.sampled_from(["", ".", "..", "...", ".a", "xn--a", "a%2E", "%2e%2E"]),
+)
+
+
+@st.composite
+def near_simple_urls(draw: st.DrawFn) -> str:
+    """URLs at and around the edge of the fast path's shape."""
+    scheme = draw(st.sampled_from(["http://", "https://", "HTTP://", "http:", "ftp://"]))
+    labels = draw(st.lists(_LABEL, min_size=1, max_size=4))
+    if draw(st.booleans()):
+        labels[0] = "xn--" + labels[0]
+    host = ".".join(labels)
+    if draw(st.integers(0, 3)) == 0:  # IPv4-like: octets with and without leading zeros
+        octets = st.sampled_from(["0", "1", "00", "01", "9", "10", "99", "255", "256", "300"])
+        host = ".".join(draw(st.lists(octets, min_size=1, max_size=5)))
+    port = draw(
+        st.sampled_from(
+            ["", "", ":80", ":443", ":8080", ":", ":0", ":08080", ":65535", ":65536", ":99999"]
+        )
+    )
+    segments = draw(st.lists(_SEGMENT, max_size=5))
+    path = "".join("/" + s for s in segments)
+    return scheme + host + port + path
+
+
+@settings(max_examples=1500, deadline=None)
+@given(near_simple_urls())
+@example("http://example.com/a/b")
+@example("http://example.com")
+@example("http://a.123/")
+@example("http://1.2.3.4/")
+@example("http://0x7f.1/")
+@example("http://example.com/a/./b/../c")
+@example("http://example.com/a//b")
+@example("http://example.com/a/")
+@example("http://example.com./a")
+@example("http://-a-.b-/x")
+@example("http://xn--nxasmq6b.com/")
+@example("http://xn--zz.com/")
+@example("http://" + "a" * 64 + ".com/")
+@example("http://" + "a" * 63 + "/")
+@example("http://example.com/;jsessionid=1/x")
+@example("http://example.com/%7e")
+@example("http://127.0.0.1:8080/p/1")
+@example("https://example.com:443/")
+@example("http://example.com:80/")
+@example("https://example.com:80/")
+@example("http://10.0.0.1:65535/")
+@example("http://10.0.0.1:65536/")
+@example("http://10.0.0.01/")
+@example("http://256.0.0.1/")
+def test_fast_path_matches_the_full_parse(url: str) -> None:
+    same(url)
+
+
+@pytest.mark.corpus
+def test_fast_path_matches_on_the_whatwg_cases() -> None:
+    cases = json.loads((SHARED_CORPUS / "urls" / "wpt-urltestdata.json").read_text())
+    inputs = [c["input"] for c in cases if isinstance(c, dict)]
+    hrefs = [c["href"] for c in cases if isinstance(c, dict) and c.get("href")]
+    assert len(inputs) > 500
+    for url in inputs + hrefs:
+        same(url)
+
+
+@pytest.mark.corpus
+def test_fast_path_matches_on_every_sitemap_url_of_the_corpus() -> None:
+    seen = 0
+    loc = re.compile(rb"<loc>\s*([^<]*?)\s*</loc>")
+    for path in sorted((SHARED_CORPUS / "sitemaps-crawler-commons").rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError):
+                continue
+        for match in loc.finditer(data):
+            same(match.group(1).decode("utf-8", "replace"))
+            seen += 1
+    assert seen > 50
+
+
+@pytest.mark.corpus
+def test_fast_path_matches_on_the_links_of_the_real_pages() -> None:
+    href = re.compile(rb"""href\s*=\s*["']?(https?://[^"'\s>]+)""", re.IGNORECASE)
+    urls = set()
+    for path in sorted((SHARED_CORPUS / "pages-readability").glob("*.html.gz")):
+        for match in href.finditer(gzip.decompress(path.read_bytes())):
+            urls.add(match.group(1).decode("utf-8", "replace"))
+    assert len(urls) > 1000
+    fast = 0
+    for url in sorted(urls):
+        same(url)
+        fast += _SIMPLE_URL.fullmatch(url) is not None
+    assert fast > len(urls) // 10  # the fast path is not a corner case on real links
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/",
+        "https://www.example.co.uk/news/2026/11/30/article-title",
+        "http://shop.example/p/12345",
+        "http://127.0.0.1:8080/p/1",
+        "https://example.com:8443/a",
+        "https://example.com/a/b.html",
+        "https://docs.example.org/en/latest/api.html",
+    ],
+)
+def test_typical_canonical_urls_take_the_fast_path(url: str) -> None:
+    assert _SIMPLE_URL.fullmatch(url) is not None
+    assert canonicalise(url) is url  # returned as given, not rebuilt
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://Example.com/",
+        "https://example.com",
+        "https://example.com:443/",
+        "http://example.com:80/",
+        "http://127.0.0.1:080/",
+        "https://example.com/a?b=1",
+        "https://example.com/a#top",
+        "https://example.com/a//b",
+        "https://example.com/a/../b",
+        "https://example.com/%7e",
+        "https://192.168.000.1/",
+        "https://xn--bcher-kva.example/",
+        "https://user@example.com/",
+    ],
+)
+def test_other_urls_take_the_full_parse(url: str) -> None:
+    assert canonicalise(url) is not url or _SIMPLE_URL.fullmatch(url) is None
+    assert canonicalise(url) == _canonicalise_parsed(url, DEFAULT_POLICY)
