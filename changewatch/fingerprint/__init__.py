@@ -58,7 +58,7 @@ from changewatch.fingerprint.policy import (
     FingerprintPolicy,
 )
 from changewatch.fingerprint.records import canonical_json, fingerprint_record
-from changewatch.fingerprint.regions import Block, PageText, block_shape
+from changewatch.fingerprint.regions import Block, PageParts, block_shape
 from changewatch.fingerprint.simhash64 import (
     MAX_FEATURE_WEIGHT,
     feature_hash,
@@ -95,7 +95,7 @@ __all__ = [
     "Block",
     "Fingerprint",
     "FingerprintPolicy",
-    "PageText",
+    "PageParts",
     "binary_fingerprint",
     "block_shape",
     "canonical_json",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from changewatch.fingerprint.decode import is_binary
 from changewatch.fingerprint.policy import FingerprintPolicy
-from changewatch.fingerprint.regions import Block, PageText, links_sha256
+from changewatch.fingerprint.regions import Block, PageParts, links_sha256
 from changewatch.fingerprint.simhash64 import simhash
 from changewatch.fingerprint.text import page_text
 
@@ -133,7 +133,7 @@ def fingerprint(
     return parts_fingerprint(raw, parts)
 
 
-def parts_fingerprint(raw: bytes, parts: PageText) -> Fingerprint:
+def parts_fingerprint(raw: bytes, parts: PageParts) -> Fingerprint:
     """Fingerprint of a page whose raw bytes hashed to ``raw`` and whose texts are ``parts``."""
     return Fingerprint(
         raw_sha256=raw,

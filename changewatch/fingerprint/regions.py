@@ -1,6 +1,6 @@
 """Main content versus chrome, and a page's outlinks — pure functions, no I/O.
 
-:func:`page_text` turns a parsed page into a :class:`PageText`: the normalised text of its
+:func:`page_text` turns a parsed page into a :class:`PageParts`: the normalised text of its
 main content, the normalised text of its chrome (navigation, banners, footers, asides,
 dialogs, cookie notices, link lists), its outlinks, and — on request — one
 :class:`Block` per block of text with a stable key, so that a caller can learn which blocks of a
@@ -47,7 +47,7 @@ __all__ = [
     "PROSE_MIN_WORDS",
     "SEPARATOR",
     "Block",
-    "PageText",
+    "PageParts",
     "block_shape",
     "classify",
     "links_sha256",
@@ -87,7 +87,7 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
-class PageText:
+class PageParts:
     """The normalised texts of a page's main content and chrome, and its outlinks."""
 
     content: str

@@ -10,13 +10,12 @@ from collections.abc import Collection
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
-from changewatch.fingerprint.blocks import segment
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
 from changewatch.fingerprint.regions import (
     SEPARATOR,
     Block,
-    PageText,
+    PageParts,
     classify,
     outlinks,
     split_regions,
@@ -27,6 +26,7 @@ from changewatch.fingerprint.volatile import (
     strip_label_stamps,
     strip_volatile_text,
 )
+from changewatch.fingerprint.walk import segment
 
 __all__ = [
     "DEFAULT_MAX_NESTING",
@@ -128,7 +128,7 @@ def page_text(
     template_blocks: Collection[bytes] = (),
     volatile_blocks: Collection[bytes] = (),
     with_blocks: bool = False,
-) -> PageText:
+) -> PageParts:
     """The normalised main-content and chrome texts and the outlinks of a non-binary page.
 
     ``url``: the page's URL, against which relative outlinks are resolved. ``template_blocks``
@@ -148,11 +148,11 @@ def page_text(
         source = decode_html(html, content_type)
     if _nesting_bound(source) > DEFAULT_MAX_NESTING:
         text = _strip(rules, normalise_text(_fallback_text(decode_html(html, content_type))))
-        return PageText(text, "", ())
+        return PageParts(text, "", ())
     tree = LexborHTMLParser(source)
     found = prepare(tree, rules)
     if found is None:
-        return PageText("", "", ())
+        return PageParts("", "", ())
     root = tree.root
     if not rules.regions and not found.policy_main:
         return _flat_text(tree, rules, url, with_blocks)
@@ -164,7 +164,7 @@ def page_text(
     if len(pieces) != len(segments):
         # The page's own U+FDD0 (a noncharacter, never interchanged): the blocks cannot be
         # told apart after normalising, so all of the text is content.
-        return PageText(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
+        return PageParts(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
     pieces = _strip_pieces(rules, joined, pieces)
     if found.policy_main or rules.regions:
         main = classify(
@@ -175,20 +175,20 @@ def page_text(
     content, chrome, blocks = split_regions(
         segments, pieces, main, volatile_blocks=volatile_blocks, with_blocks=with_blocks
     )
-    return PageText(
+    return PageParts(
         content, "" if rules.boilerplate else chrome, links, blocks, bool(found.main_ids)
     )
 
 
 def _flat_text(
     tree: LexborHTMLParser, rules: FingerprintPolicy, url: str | None, with_blocks: bool
-) -> PageText:
+) -> PageParts:
     """``regions = false``: all visible text is content, read by lexbor in one call (the
     speed of version 3), stamps judged with the whole text as one block. The blocks, when
     asked for, are still walked (for their keys); learned noise needs regions."""
     root = tree.root
     if root is None:
-        return PageText("", "", ())
+        return PageParts("", "", ())
     text = _strip(rules, normalise_text(root.text(separator=" ", skip_empty=True)))
     hrefs = [
         href.strip()
@@ -204,7 +204,7 @@ def _flat_text(
         texts = [normalise_text(s.text) for s in segments]
         pieces = _strip_pieces(rules, " ".join(texts), texts)
         blocks = split_regions(segments, pieces, [True] * len(segments), with_blocks=True)[2]
-    return PageText(text, "", links, blocks)
+    return PageParts(text, "", links, blocks)
 
 
 def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:

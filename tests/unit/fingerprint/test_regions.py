@@ -4,12 +4,11 @@ outlinks and per-block keys (issue 20)."""
 from __future__ import annotations
 
 import gzip
-import os
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
+import shared_corpus
 
 from changewatch.config import fingerprint_policy_from_mapping
 from changewatch.errors import ConfigError
@@ -24,11 +23,7 @@ from changewatch.fingerprint import (
     strip_volatile,
 )
 
-SHARED_CORPUS = Path(
-    os.environ.get("CHANGEWATCH_CORPUS")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-)
-READABILITY = SHARED_CORPUS / "pages-readability"
+READABILITY = shared_corpus.path("pages-readability")
 
 
 def _page(main: str, *, nav: str = "Home News Sport", footer: str = "Contact us") -> str:
@@ -174,6 +169,7 @@ def test_a_page_inside_a_landmark_is_all_content() -> None:
     assert "the vote was close" in normalise(page)
 
 
+@pytest.mark.corpus
 def test_regions_never_lose_text() -> None:
     """On every corpus page, the content's and the chrome's words together are exactly the
     page's visible words (regions off): segmenting and classifying lose nothing."""
@@ -190,6 +186,7 @@ def test_regions_never_lose_text() -> None:
         )
 
 
+@pytest.mark.corpus
 def test_main_content_keeps_most_article_words_on_the_corpus() -> None:
     """On the real pages, the long paragraphs (40 words or more, the article body of a news
     page) are content, not chrome, on all but a handful of pages — and those put them in an

@@ -6,20 +6,15 @@ from __future__ import annotations
 import csv
 import gzip
 import itertools
-import os
 from pathlib import Path
 
 import pytest
+import shared_corpus
 
 from changewatch.fingerprint import fingerprint
 
-CORPUS = (
-    Path(
-        os.environ.get("CHANGEWATCH_CORPUS")
-        or Path(__file__).resolve().parents[3] / "shared" / "corpus"
-    )
-    / "refetch-opentermsarchive"
-)
+pytestmark = pytest.mark.corpus
+CORPUS = shared_corpus.path("refetch-opentermsarchive")
 
 
 def _steps() -> list[tuple[str, str, str, Path, Path]]:
@@ -52,8 +47,6 @@ def _steps() -> list[tuple[str, str, str, Path, Path]]:
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, list[str]]:
     """Step names by label and outcome ("1 missed", "0 unchanged", "0 changed")."""
-    if not (CORPUS / "index.tsv").exists():
-        pytest.fail(f"no refetch corpus at {CORPUS}; set CHANGEWATCH_CORPUS")
     hashes: dict[Path, bytes] = {}
 
     def content(path: Path, url: str) -> bytes:
