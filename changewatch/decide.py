@@ -11,10 +11,11 @@ to end"), cheapest step first:
 4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed`` (a binary
    body has no SimHash: other bytes are always ``changed``).
 
-A row fingerprinted under older rules (``fingerprint_version``) cannot be compared by
-content hash. If the page's bytes equal the stored raw hash it is ``unchanged`` (path
-``refingerprint``) and the row is re-keyed; if the bytes differ too, the SimHash distance
-decides as in step 4.
+A row fingerprinted under older rules (``fingerprint_version``) cannot be compared by the
+new content hash. If the page's bytes equal the stored raw hash, or its content hash under
+the row's own rules (versions 2 and 3: :mod:`changewatch.fingerprint.legacy`) equals the
+stored one, it is ``unchanged`` (path ``refingerprint``) and the row is re-keyed to the new
+rules — never a spurious change; otherwise the SimHash distance decides as in step 4.
 
 The orchestration (:mod:`changewatch.watch`) looks the snapshots up, asks these functions,
 and writes what they return: lookup → decide → write.
@@ -79,6 +80,11 @@ class FetchedPage(Protocol):
         """The page's whole fingerprint."""
         ...
 
+    def legacy_content(self, version: int) -> bytes | None:
+        """The page's content hash under an older ``fingerprint_version``'s rules, or
+        ``None`` when those rules are not known (or the body is binary)."""
+        ...
+
 
 def decide_new(
     page: FetchedPage, host: str, url: str | None, canon_version: int
@@ -96,10 +102,14 @@ def decide_stored(
     """A page the store holds (``snap``): the decision and the write it needs (module
     docstring, steps 1, 2 and 4, and the re-fingerprint rule)."""
     same_rules = snap.fingerprint_version == FINGERPRINT_VERSION
-    if snap.raw_sha256 == page.raw:
-        if same_rules:
-            return _unchanged(page, snap, "raw"), _touch(page, snap)
-        # Same bytes, older rules: unchanged; re-key the row to the new rules.
+    if snap.raw_sha256 == page.raw and same_rules:
+        return _unchanged(page, snap, "raw"), _touch(page, snap)
+    if not same_rules and (
+        snap.raw_sha256 == page.raw
+        or page.legacy_content(snap.fingerprint_version) == snap.content_sha256
+    ):
+        # Same bytes, or the same content by the row's own rules: unchanged; re-key the
+        # row to the new rules.
         fp = page.fingerprint()
         decision = Decision(
             "unchanged",
