@@ -74,7 +74,10 @@ class Block:
     the same path (``body/div/nav/ul/li#3``) — stable while the page's layout is.
     ``shape``: blake2b-64 of the text with every digit made ``0`` — stable while a counter
     counts. ``text_hash``: blake2b-64 of the normalised text. ``region``: ``"main"`` or
-    ``"chrome"``. ``prose``: a block of sentences, which learned noise may never exclude.
+    ``"chrome"``. ``prose``: a block of sentences. ``learnable``: learned noise may exclude
+    it — never prose, never a block inside an explicit main marker (``main``, ``article``…):
+    learned noise can never hide a change to what a page marks as its content.
+    ``excluded``: it was left out of the hashes as learned noise (``volatile_blocks``).
     """
 
     key: bytes
@@ -84,6 +87,8 @@ class Block:
     prose: bool
     path: str
     length: int
+    learnable: bool = False
+    excluded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +197,8 @@ def split_regions(
     ``with_blocks``, the :class:`Block` list.
 
     Blocks whose ``key`` or ``shape`` is in ``volatile_blocks`` (learned noise) are left out
-    of both texts, unless they are prose: learned noise never hides a paragraph.
+    of both texts when they are learnable (:class:`Block`): learned noise never hides a
+    paragraph, nor anything inside an explicit main marker.
     """
     if not (with_blocks or volatile_blocks):
         content = [p for p, m in zip(pieces, main, strict=True) if m and p]
@@ -209,12 +215,25 @@ def split_regions(
         prose = _is_prose(text, seg.link_chars)
         key = _hash8(f"{seg.path}#{ordinal}")
         shape = _hash8(block_shape(text))
-        if not prose and (key in volatile_blocks or shape in volatile_blocks):
-            continue
+        learnable = not prose and seg.mark != MAIN
+        excluded = learnable and (key in volatile_blocks or shape in volatile_blocks)
         if with_blocks:
             region: Literal["main", "chrome"] = "main" if is_main else "chrome"
-            blocks.append(Block(key, shape, _hash8(text), region, prose, seg.path, len(text)))
-        (content if is_main else chrome).append(text)
+            blocks.append(
+                Block(
+                    key,
+                    shape,
+                    _hash8(text),
+                    region,
+                    prose,
+                    seg.path,
+                    len(text),
+                    learnable,
+                    excluded,
+                )
+            )
+        if not excluded:
+            (content if is_main else chrome).append(text)
     return " ".join(content), " ".join(chrome), tuple(blocks)
 
 

@@ -308,25 +308,42 @@ def test_outlinks_are_canonicalised_resolved_and_hashed() -> None:
 
 def test_block_keys_are_stable_and_learned_noise_never_hides_prose() -> None:
     """Each block has a key (path and ordinal), a shape (digits as 0) and a text hash; a key
-    passed back as learned noise takes a non-prose block out, never a paragraph."""
+    passed back as learned noise takes a learnable block out, never a paragraph nor anything
+    inside an explicit main marker."""
     story = "<p>The committee approved the revised budget after a long debate.</p>"
-    page = _page(story + "<div>1,234 views</div>")
+    page = f"<div>{story}<div>1,234 views</div></div>"
     parts = page_text(page, with_blocks=True)
-    counter = next(b for b in parts.blocks if b.path.endswith("main/div"))
-    paragraph = next(b for b in parts.blocks if b.path.endswith("main/p"))
-    assert (counter.prose, paragraph.prose) == (False, True)
+    counter = next(b for b in parts.blocks if b.path.endswith("body/div/div"))
+    paragraph = next(b for b in parts.blocks if b.path.endswith("div/p"))
+    assert (counter.prose, counter.learnable, paragraph.prose, paragraph.learnable) == (
+        False,
+        True,
+        True,
+        False,
+    )
     recount = page_text(page.replace("1,234", "1,240"), with_blocks=True)
-    moved = next(b for b in recount.blocks if b.path.endswith("main/div"))
+    moved = next(b for b in recount.blocks if b.path.endswith("body/div/div"))
     assert (moved.key, moved.shape) == (counter.key, counter.shape)
     assert moved.text_hash != counter.text_hash
     learned = {counter.shape, paragraph.key, paragraph.shape}
     a = fingerprint(page, volatile_blocks=learned)
     b = fingerprint(page.replace("1,234", "1,240"), volatile_blocks=learned)
     assert a.content_sha256 == b.content_sha256
+    assert (
+        fingerprint(page).content_sha256
+        != fingerprint(page.replace("1,234", "1,240")).content_sha256
+    )
     edited = fingerprint(page.replace("approved", "rejected"), volatile_blocks=learned)
     assert edited.content_sha256 != a.content_sha256
+    marked = f"<main>{story}<div>1,234 views</div></main>"
+    in_main = next(b for b in page_text(marked, with_blocks=True).blocks if b.length == 11)
+    assert not in_main.learnable
+    x = fingerprint(marked, volatile_blocks={in_main.shape, in_main.key})
+    y = fingerprint(marked.replace("1,234", "1,240"), volatile_blocks={in_main.shape, in_main.key})
+    assert x.content_sha256 != y.content_sha256
     assert fingerprint(page).blocks == ()
-    assert fingerprint(page, with_blocks=True).blocks == parts.blocks
+    excluded = fingerprint(page, with_blocks=True, volatile_blocks=learned).blocks
+    assert [b.excluded for b in excluded] == [b.key == counter.key for b in excluded]
 
 
 def test_template_blocks_of_the_host_are_chrome() -> None:
