@@ -27,6 +27,7 @@ from changewatch.fingerprint import (
     FingerprintPolicy,
     PageParts,
     binary_fingerprint,
+    chrome_hashes,
     content_sha256,
     is_binary,
     page_text,
@@ -102,6 +103,15 @@ class Fetched:
             else:
                 self._fp = parts_fingerprint(self.raw, self._parts)
         return self._fp
+
+    def chrome(self) -> tuple[bytes, bytes] | None:
+        """The chrome and outlinks hashes of the page (``None`` for a binary body)."""
+        self.content()
+        if self._parts is None:
+            return None
+        if self._fp is not None:
+            return self._fp.chrome_sha256, self._fp.links_sha256
+        return chrome_hashes(self._parts)  # no SimHash needed for these
 
     def legacy_content(self, version: int) -> bytes | None:
         """The content hash under version 2 or 3's rules (they hash the same text), or

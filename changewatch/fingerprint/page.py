@@ -17,6 +17,7 @@ __all__ = [
     "FINGERPRINT_VERSION",
     "Fingerprint",
     "binary_fingerprint",
+    "chrome_hashes",
     "content_sha256",
     "fingerprint",
     "parts_fingerprint",
@@ -135,15 +136,26 @@ def fingerprint(
 
 def parts_fingerprint(raw: bytes, parts: PageParts) -> Fingerprint:
     """Fingerprint of a page whose raw bytes hashed to ``raw`` and whose texts are ``parts``."""
+    chrome, links = chrome_hashes(parts)
     return Fingerprint(
         raw_sha256=raw,
         content_sha256=content_sha256(parts.content),
         simhash=simhash(parts.content),
         text_length=len(parts.content),
-        chrome_sha256=content_sha256(parts.chrome) if parts.chrome else EMPTY_SHA256,
-        links_sha256=links_sha256(parts.links) if parts.links else EMPTY_SHA256,
+        chrome_sha256=chrome,
+        links_sha256=links,
         blocks=parts.blocks,
     )
+
+
+def chrome_hashes(parts: PageParts) -> tuple[bytes, bytes]:
+    """The chrome and outlinks SHA-256 of ``parts`` (:data:`EMPTY_SHA256` for none).
+
+    >>> chrome_hashes(page_text("<p>x</p>")) == (EMPTY_SHA256, EMPTY_SHA256)
+    True
+    """
+    chrome = content_sha256(parts.chrome) if parts.chrome else EMPTY_SHA256
+    return chrome, links_sha256(parts.links) if parts.links else EMPTY_SHA256
 
 
 def binary_fingerprint(raw: bytes) -> Fingerprint:
