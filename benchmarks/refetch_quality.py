@@ -9,8 +9,9 @@ share of noise steps reported unchanged, every real edit missed (listed), the ma
 reported changed, and the median milliseconds a page:
 
 - ``v3 should_parse`` — the version-3 content hash ``should_parse`` used before version 4: all
-  visible text (hidden elements dropped), volatile stamps removed everywhere; frozen here from
-  the public pieces it was made of, so it can be compared in the same run;
+  visible text (hidden elements dropped), volatile stamps removed everywhere
+  (:func:`changewatch.fingerprint.legacy.content_sha256_v3`, version 3's rules kept frozen
+  for the upgrade of stored rows), so it can be compared in the same run;
 - ``visible-text SHA-256`` — a plain SHA-256 of the text outside ``script``, ``style``,
   ``noscript`` and ``template``, whitespace collapsed (what the corpus labels were checked with);
 - ``resiliparse main content`` — SHA-256 of resiliparse's ``extract_plain_text(main_content=
@@ -33,7 +34,6 @@ import hashlib
 import itertools
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -44,14 +44,8 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from changewatch.fingerprint import (
-    DEFAULT_VOLATILE_PATTERNS,
-    DROPPED_TAGS,
-    HIDDEN_SELECTOR,
-    decode_html,
-    fingerprint,
-    normalise_text,
-)
+from changewatch.fingerprint import decode_html, fingerprint
+from changewatch.fingerprint.legacy import content_sha256_v3
 
 CORPUS = (
     Path(
@@ -107,21 +101,12 @@ def steps() -> Iterator[Step]:
 # -- the methods: each maps (page bytes, page URL) to a tuple whose first item is the content
 # hash; v4 adds its chrome and links hashes.
 
-_V3_STRIP = ", ".join((*DROPPED_TAGS, HIDDEN_SELECTOR))
-_V3_VOLATILE = re.compile("|".join(f"(?:{p})" for p in DEFAULT_VOLATILE_PATTERNS))
 _INVISIBLE = ", ".join(("script", "style", "noscript", "template"))
 
 
 def v3_should_parse(page: bytes, url: str) -> tuple[bytes, ...]:
     """Version 3's content hash: every visible text node, volatile stamps removed everywhere."""
-    tree = LexborHTMLParser(page)
-    for node in reversed(tree.css(_V3_STRIP)):
-        node.decompose()
-    root = tree.root
-    text = normalise_text(root.text(separator=" ", skip_empty=True) if root is not None else "")
-    while _V3_VOLATILE.search(text) is not None:
-        text = " ".join(_V3_VOLATILE.sub(" ", text).split())
-    return (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(),)
+    return (content_sha256_v3(page),)
 
 
 def visible_sha256(page: bytes, url: str) -> tuple[bytes, ...]:
