@@ -3,7 +3,11 @@
 On the 130 real pages of ``../shared/corpus/pages-readability`` (``CHANGEWATCH_CORPUS``
 overrides the corpus directory), in one run, each figure the median of ``--repeats`` passes:
 
-- ``fingerprint(page)`` — the whole thing (decode, parse, drop, text, normalise, SHA-256, SimHash);
+- ``fingerprint(page)`` — the whole thing (decode, parse, drop, blocks and regions, outlinks,
+  normalise, SHA-256s, SimHash), the outlink memo warm as on a re-crawl (every pass after the
+  first sees the same links), and cold (memo cleared before each pass), and with
+  ``regions = false`` (all visible text read in one call, as version 3 did) and
+  ``with_blocks=True`` (the per-block keys for learning noise);
 - selectolax parse alone — ``LexborHTMLParser(page)`` on the same bytes, each tree freed before
   the next page is parsed, as ``fingerprint`` does (a list of all 130 trees alive at once,
   freed together, takes about twice as long per page and would flatter the ratio);
@@ -35,6 +39,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint import (
     DEFAULT_POLICY,
+    FingerprintPolicy,
     content_sha256,
     decode_html,
     fingerprint,
@@ -43,6 +48,7 @@ from changewatch.fingerprint import (
     simhash,
 )
 from changewatch.fingerprint.decode import utf8_source
+from changewatch.fingerprint.regions import _canonical_link, _relative_link
 from changewatch.fingerprint.text import _visible_text
 
 CORPUS = PAGES  # benchmarks/_common.py: CHANGEWATCH_CORPUS or ../shared/corpus
@@ -100,6 +106,14 @@ def main() -> None:
         for source in sources:
             _visible_text(LexborHTMLParser(source), DEFAULT_POLICY)
 
+    def cold() -> None:
+        _canonical_link.cache_clear()
+        _relative_link.cache_clear()
+        for page in pages:
+            fingerprint(page)
+
+    flat = FingerprintPolicy(regions=False)
+
     def steps_without_simhash() -> None:
         for page in pages:
             raw_sha256(page)
@@ -107,6 +121,13 @@ def main() -> None:
 
     rows: dict[str, float] = {
         "fingerprint(page)": timed(lambda: [fingerprint(p) for p in pages], repeats),
+        "  fingerprint(page), outlink memo cleared each pass": timed(cold, repeats),
+        "  fingerprint(page, policy=regions off)": timed(
+            lambda: [fingerprint(p, policy=flat) for p in pages], repeats
+        ),
+        "  fingerprint(page, with_blocks=True)": timed(
+            lambda: [fingerprint(p, with_blocks=True) for p in pages], repeats
+        ),
         "selectolax parse alone": timed(lambda: parse_each(pages), repeats),
         "floor: parse + drop + text + raw sha256": timed(floor, repeats),
         "  parse (what fingerprint parses)": timed(lambda: parse_each(sources), repeats),
@@ -143,7 +164,9 @@ def main() -> None:
         "(left out of both SimHash rows)",
         f"- SimHash step: {package / ours:.1f}× faster than simhash.Simhash(text) (target ≥ 20×); "
         f"{rows['  simhash(text) (all pages)'] / parse_alone:.0%} of the parse-alone time",
-        f"- fingerprint rate is {parse_alone / whole:.0%} of the parse-alone rate (target ≥ 70%)",
+        f"- fingerprint rate is {parse_alone / whole:.0%} of the parse-alone rate (target ≥ 70%); "
+        f"memo cold {parse_alone / rows['  fingerprint(page), outlink memo cleared each pass']:.0%}"
+        f", regions off {parse_alone / rows['  fingerprint(page, policy=regions off)']:.0%}",
         f"- the floor (parse + drop + text + raw SHA-256) alone runs at "
         f"{parse_alone / rows['floor: parse + drop + text + raw sha256']:.0%} of the parse-alone "
         f"rate; the rest (UTF-8 check, normalising, content SHA-256, SimHash) takes "

@@ -15,9 +15,21 @@ corpus directory), deterministic variants are made in code:
     are different — their word 2-shingle sets (the SimHash features) overlap by less than
     half (Jaccard < 0.5), an independent measure of the same text.
 
-Each rate is measured with the default policy (boilerplate regions kept) and with
-``FingerprintPolicy(boilerplate=True)`` (``nav``, ``footer``, ``aside``, page ``header``
-dropped), and printed as a markdown table with the worst cases.
+and, new with fingerprint version 4, on variants made in the page's body:
+
+(d) a time of day, a date or a date-time *inside a sentence of prose* edited ("in the final
+    4:29 of regulation" → "4:20", "the opening ceremony at 2:30pm" → "3:30pm", "on 3 March
+    2026" → "4 March"): never the same ``content_sha256`` (100%);
+(e) label clocks re-rendered ("Updated 5 minutes ago" → "17 minutes ago", "Page generated at
+    <ISO time>" with another time, "Last updated: 12:04" in a footer): the same
+    ``content_sha256`` (100%);
+(f) chrome changed — a rotating ``aside`` of related links, a "related stories" link list
+    outside any landmark, a navigation that gains an item: the same ``content_sha256`` and
+    another ``chrome_sha256`` (chrome flagged) (≥ 99%).
+
+Each rate is measured with the default policy (version 4: main content and chrome apart) and
+with ``FingerprintPolicy(regions=False)`` (all visible text is content, as before version
+4), and printed as a markdown table with the worst cases.
 
     python benchmarks/near_dup_quality.py [--quick] [--json]
 """
@@ -50,10 +62,10 @@ MINOR = 3
 #: What a reader sees: every region kept, nothing volatile removed. An "edit" that does not
 #: change this text (it hit an attribute value, a noscript or a hidden element) is no edit and
 #: is left out of (b); pages with the same such text are left out of (c).
-REFERENCE = FingerprintPolicy(boilerplate=False, volatile=())
+REFERENCE = FingerprintPolicy(regions=False, volatile=())
 POLICIES = {
-    "default (boilerplate kept)": FingerprintPolicy(),
-    "boilerplate dropped": FingerprintPolicy(boilerplate=True),
+    "default (v4: main content and chrome)": FingerprintPolicy(),
+    "regions off (all visible text)": FingerprintPolicy(regions=False),
 }
 
 _BODY_OPEN_RE = re.compile(rb"<body\b[^>]*>", re.IGNORECASE)
@@ -182,6 +194,169 @@ def edits(page: bytes, seed: int) -> dict[str, bytes]:
     return out
 
 
+#: (d) edits of a time, date or date-time inside a sentence: (before, after).
+_PROSE_EDITS = (
+    ("He scored in the final 4:29 of regulation, and the crowd stood.", "4:29", "4:20"),
+    ("The opening ceremony at 2:30pm drew a large crowd to the square.", "2:30pm", "3:30pm"),
+    ("The council will vote on 3 March 2026 after a long public debate.", "3 March", "4 March"),
+    (
+        "Polls close on March 3, 2026 at 8:00 pm in every district of the city.",
+        "8:00 pm",
+        "9:00 pm",
+    ),
+)
+#: (e) label clocks, as HTML templates of one argument (the varying part).
+_LABEL_CLOCKS = (
+    "<p class=meta>Updated {n} minutes ago</p>",
+    "<div>Page generated at 2026-03-{day:02d}T{hour:02d}:{minute:02d}:17Z</div>",
+    "<footer><p>Last updated: {hour:02d}:{minute:02d}</p></footer>",
+    "<span class=stamp>Posted {n} hours ago</span>",
+)
+
+
+def _at_body_start(page: bytes, html: bytes) -> bytes:
+    match = _BODY_OPEN_RE.search(page)
+    at = match.end() if match else 0
+    return page[:at] + html + page[at:]
+
+
+def _before_body_end(page: bytes, html: bytes) -> bytes:
+    match = _BODY_CLOSE_RE.search(page)
+    at = match.start() if match else len(page)
+    return page[:at] + html + page[at:]
+
+
+def _in_paragraph(page: bytes, sentence: bytes, rng: random.Random) -> bytes | None:
+    para = _visible_run(page, _PARAGRAPH_RE, 1, rng)
+    if para is None:
+        return None
+    return page[: para.end(1)] + b" " + sentence + page[para.end(1) :]
+
+
+def prose_variants(page: bytes, seed: int) -> list[tuple[str, bytes, bytes]]:
+    """(d): the page with a sentence holding a time or date, before and after its edit."""
+    out = []
+    for sentence, old, new in _PROSE_EDITS:
+        before = _in_paragraph(page, sentence.encode(), random.Random(seed))
+        after = _in_paragraph(page, sentence.replace(old, new).encode(), random.Random(seed))
+        if before is not None and after is not None:
+            out.append((f"prose {old} -> {new}", before, after))
+    return out
+
+
+def label_variants(page: bytes, seed: int) -> list[tuple[str, bytes, bytes]]:
+    """(e): the page with a label clock, rendered at two times."""
+    out = []
+    for template in _LABEL_CLOCKS:
+        renders = []
+        for offset in (0, 1):
+            rng = random.Random(seed * 2 + offset)
+            values = {
+                "n": rng.randrange(2, 59),
+                "day": rng.randrange(1, 29),
+                "hour": rng.randrange(24),
+                "minute": rng.randrange(60),
+            }
+            renders.append(_before_body_end(page, template.format(**values).encode()))
+        out.append((f"label {template.split('>')[1][:24]}", renders[0], renders[1]))
+    return out
+
+
+_RELATED = ["Storm closes schools", "Budget vote delayed", "Rail strike ends", "New park opens"]
+
+
+def chrome_variants(page: bytes, seed: int) -> list[tuple[str, bytes, bytes]]:
+    """(f): the page with its chrome changed: rotating aside, related list, navigation."""
+    rng = random.Random(seed)
+
+    def links(items: list[str]) -> bytes:
+        return b"".join(
+            b'<li><a href="/story/%d">%s</a></li>' % (rng.randrange(10**6), item.encode())
+            for item in items
+        )
+
+    first, second = rng.sample(_RELATED, 2), rng.sample(_RELATED, 2)
+    while second == first:
+        second = rng.sample(_RELATED, 2)
+    aside = b"<aside><h3>Related</h3><ul>%s</ul></aside>"
+    related = b'<div class="related"><h4>More stories</h4><ul>%s</ul></div>'
+    nav = b"<nav><ul>%s</ul></nav>"
+    menu = ["Home", "World", "Sport"]
+    return [
+        (
+            "rotating aside",
+            _before_body_end(page, aside % links(first)),
+            _before_body_end(page, aside % links(second)),
+        ),
+        (
+            "related list",
+            _before_body_end(page, related % links(first)),
+            _before_body_end(page, related % links(second)),
+        ),
+        (
+            "navigation gains an item",
+            _at_body_start(page, nav % links(menu)),
+            _at_body_start(page, nav % links([*menu, "Weather"])),
+        ),
+    ]
+
+
+@dataclass
+class Variants:
+    """Counts and failures of the variants (d), (e), (f) for one policy."""
+
+    prose_detected: int = 0
+    prose_total: int = 0
+    prose_missed: list[str] = field(default_factory=list)
+    #: Detected as a chrome change: the paragraph edited sits in the page's chrome.
+    prose_chrome: list[str] = field(default_factory=list)
+    label_same: int = 0
+    label_total: int = 0
+    label_failed: list[str] = field(default_factory=list)
+    chrome_ok: int = 0
+    chrome_total: int = 0
+    chrome_failed: list[str] = field(default_factory=list)
+    chrome_invisible: int = 0
+
+
+def measure_variants(pages: dict[str, bytes], policy: FingerprintPolicy) -> Variants:
+    """(d), (e) and (f) for one policy."""
+    out = Variants()
+    for index, (name, page) in enumerate(pages.items()):
+        for kind, before, after in prose_variants(page, index):
+            if normalise(before, policy=REFERENCE) == normalise(after, policy=REFERENCE):
+                continue  # the sentence landed where no text shows
+            out.prose_total += 1
+            a, b = fingerprint(before, policy=policy), fingerprint(after, policy=policy)
+            if a.content_sha256 != b.content_sha256:
+                out.prose_detected += 1
+            elif a.chrome_sha256 != b.chrome_sha256:
+                out.prose_detected += 1
+                out.prose_chrome.append(f"{name}: {kind}")
+            else:
+                out.prose_missed.append(f"{name}: {kind}")
+        for kind, before, after in label_variants(page, index):
+            out.label_total += 1
+            if (
+                fingerprint(before, policy=policy).content_sha256
+                == fingerprint(after, policy=policy).content_sha256
+            ):
+                out.label_same += 1
+            else:
+                out.label_failed.append(f"{name}: {kind}")
+        for kind, before, after in chrome_variants(page, index):
+            if normalise(before, policy=REFERENCE) == normalise(after, policy=REFERENCE):
+                out.chrome_invisible += 1
+                continue  # inserted where no text shows (inside a script, a comment)
+            out.chrome_total += 1
+            a, b = fingerprint(before, policy=policy), fingerprint(after, policy=policy)
+            if a.content_sha256 == b.content_sha256 and a.chrome_sha256 != b.chrome_sha256:
+                out.chrome_ok += 1
+            else:
+                out.chrome_failed.append(f"{name}: {kind}")
+    return out
+
+
 @dataclass
 class Result:
     """Counts and worst cases for one policy."""
@@ -195,6 +370,9 @@ class Result:
     edit_invisible: int = 0
     edit_by_kind: dict[str, list[int]] = field(default_factory=dict)
     edit_missed: list[str] = field(default_factory=list)
+    #: Edits that changed the chrome only: reported as chrome changes, content unchanged.
+    edit_chrome: int = 0
+    edit_chrome_cases: list[str] = field(default_factory=list)
     edit_worst: list[tuple[int, str]] = field(default_factory=list)
     pairs_far: int = 0
     pairs_total: int = 0
@@ -240,6 +418,11 @@ def measure(pages: dict[str, bytes], policy: FingerprintPolicy) -> Result:
             stats = result.edit_by_kind.setdefault(kind, [0, 0, 0])
             stats[0] += 1
             if after.content_sha256 == fp.content_sha256:
+                if after.chrome_sha256 != fp.chrome_sha256:
+                    # Reported as a chrome change (Decision.chrome_changed), not hidden.
+                    result.edit_chrome += 1
+                    result.edit_chrome_cases.append(f"{name}: {kind}")
+                    continue
                 result.edit_missed.append(f"{name}: {kind}")
                 continue
             result.edit_detected += 1
@@ -279,19 +462,47 @@ def _rate(hit: int, total: int) -> str:
     return f"{hit}/{total} = {100 * hit / total:.2f}%" if total else "n/a"
 
 
+def report_variants(variants: dict[str, Variants]) -> str:
+    """The variants' table (d), (e), (f) and their failures."""
+    lines = [
+        "",
+        "| policy | (d) time/date edits in prose detected (content or chrome) "
+        "| (e) label clocks: same "
+        "content_sha256 | (f) chrome changes: content same, chrome flagged |",
+        "|---|---|---|---|",
+    ]
+    for name, v in variants.items():
+        lines.append(
+            f"| {name} | {_rate(v.prose_detected, v.prose_total)} "
+            f"| {_rate(v.label_same, v.label_total)} | {_rate(v.chrome_ok, v.chrome_total)} |"
+        )
+    for name, v in variants.items():
+        lines.append(
+            f"- {name}: (d) missed {', '.join(v.prose_missed[:8]) or 'none'}; (d) as chrome "
+            f"changes {len(v.prose_chrome)}: {', '.join(v.prose_chrome[:4]) or 'none'}; "
+            "(e) failed "
+            f"{', '.join(v.label_failed[:8]) or 'none'}; (f) failed "
+            f"{', '.join(v.chrome_failed[:8]) or 'none'}; (f) left out, not visible: "
+            f"{v.chrome_invisible}"
+        )
+    return "\n".join(lines)
+
+
 def report(pages: int, results: dict[str, Result]) -> str:
     """The markdown table and the worst cases."""
     lines = [
         f"near-duplicate quality on {pages} corpus pages (minor: distance ≤ {MINOR})",
         "",
-        "| policy | (a) noise → same content_sha256 | (b) edits detected | (b) edits minor "
+        "| policy | (a) noise → same content_sha256 | (b) edits detected (content or chrome) "
+        "| (b) of them chrome only | (b) edits minor "
         "| (c) page pairs distance > 3 | (c) pairs of different texts distance > 3 |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
         lines.append(
             f"| {name} | {_rate(r.noise_same, r.noise_total)} "
-            f"| {_rate(r.edit_detected, r.edit_total)} "
+            f"| {_rate(r.edit_detected + r.edit_chrome, r.edit_total)} "
+            f"| {_rate(r.edit_chrome, r.edit_total)} "
             f"| {_rate(r.edit_minor, r.edit_total)} | {_rate(r.pairs_far, r.pairs_total)} "
             f"| {_rate(r.pairs_different_far, r.pairs_different)} |"
         )
@@ -307,6 +518,9 @@ def report(pages: int, results: dict[str, Result]) -> str:
         )
         lines.append(f"- (a) failures: {', '.join(r.noise_fail[:10]) or 'none'}")
         lines.append(f"- (b) missed: {', '.join(r.edit_missed[:10]) or 'none'}")
+        lines.append(
+            f"- (b) reported as chrome changes: {', '.join(r.edit_chrome_cases[:12]) or 'none'}"
+        )
         worst = ", ".join(f"{d} bits ({what})" for d, what in r.edit_worst[:5])
         lines.append(f"- (b) largest distances: {worst}")
         closest = ", ".join(f"{d} bits ({a} / {b})" for d, a, b in r.pairs_worst[:5])
@@ -334,17 +548,26 @@ def main() -> None:
     args = parser.parse_args()
     pages = load_corpus(30 if args.quick else None)
     results = {name: measure(pages, policy) for name, policy in POLICIES.items()}
+    variants = {name: measure_variants(pages, policy) for name, policy in POLICIES.items()}
     print(report(len(pages), results))
+    print(report_variants(variants))
     if args.json:
         print(
             json.dumps(
                 {
                     name: {
                         "noise_same": r.noise_same / r.noise_total,
-                        "edits_detected": r.edit_detected / max(r.edit_total, 1),
+                        "edits_detected": (r.edit_detected + r.edit_chrome) / max(r.edit_total, 1),
+                        "edits_chrome_only": r.edit_chrome / max(r.edit_total, 1),
                         "edits_minor": r.edit_minor / max(r.edit_total, 1),
                         "pairs_far": r.pairs_far / max(r.pairs_total, 1),
                         "different_texts_far": r.pairs_different_far / max(r.pairs_different, 1),
+                        "prose_time_edits_detected": variants[name].prose_detected
+                        / max(variants[name].prose_total, 1),
+                        "label_clocks_same": variants[name].label_same
+                        / max(variants[name].label_total, 1),
+                        "chrome_changes_flagged": variants[name].chrome_ok
+                        / max(variants[name].chrome_total, 1),
                     }
                     for name, r in results.items()
                 }

@@ -25,12 +25,16 @@ from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
     Fingerprint,
     FingerprintPolicy,
+    PageParts,
+    binary_fingerprint,
+    chrome_hashes,
     content_sha256,
     is_binary,
-    normalise_markup,
-    simhash,
+    page_text,
+    parts_fingerprint,
 )
 from changewatch.fingerprint import raw_sha256 as hash_raw
+from changewatch.fingerprint.legacy import LEGACY_VERSIONS, content_sha256_v3
 from changewatch.store import StorePort, TransactionPort, WriteConflict
 from changewatch.urls import CanonPolicy, canonicalise, digest_canonical, stored_url, url_host
 from changewatch.values import Change, Decision, NewPage, PageText, Touch, UrlPolicy
@@ -71,31 +75,52 @@ class Fetched:
     policy: FingerprintPolicy | None
     text: str | None = None
     _content: bytes | None = None
+    _parts: PageParts | None = None
     _fp: Fingerprint | None = None
     binary: bool = False
 
     def content(self) -> bytes:
-        """The page's normalised-text SHA-256 (parsing it once, on first need)."""
+        """The SHA-256 of the page's main content (parsing it once, on first need)."""
         if self._content is None:
             if is_binary(self.html, self.content_type):
                 # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
                 self.binary, self.text, self._content = True, "", self.raw
             else:
-                self.text = normalise_markup(
-                    self.html, self.content_type, self.policy, host=url_host(self.url)
+                self._parts = page_text(
+                    self.html, self.content_type, self.policy, host=url_host(self.url), url=self.url
                 )
+                self.text = self._parts.content
                 self._content = content_sha256(self.text)
         return self._content
 
     def fingerprint(self) -> Fingerprint:
-        """The whole fingerprint; the SimHash is only computed when a decision needs it."""
+        """The whole fingerprint (content, chrome and outlinks hashes, SimHash); the SimHash
+        is only computed when a decision needs it."""
         if self._fp is None:
-            content = self.content()
-            assert self.text is not None
-            self._fp = Fingerprint(
-                self.raw, content, simhash(self.text), len(self.text), binary=self.binary
-            )
+            self.content()
+            if self._parts is None:
+                self._fp = binary_fingerprint(self.raw)
+            else:
+                self._fp = parts_fingerprint(self.raw, self._parts)
         return self._fp
+
+    def chrome(self) -> tuple[bytes, bytes] | None:
+        """The chrome and outlinks hashes of the page (``None`` for a binary body)."""
+        self.content()
+        if self._parts is None:
+            return None
+        if self._fp is not None:
+            return self._fp.chrome_sha256, self._fp.links_sha256
+        return chrome_hashes(self._parts)  # no SimHash needed for these
+
+    def legacy_content(self, version: int) -> bytes | None:
+        """The content hash under version 2 or 3's rules (they hash the same text), or
+        ``None`` for other versions and binary bodies."""
+        if version not in LEGACY_VERSIONS:
+            return None
+        if is_binary(self.html, self.content_type):
+            return None
+        return content_sha256_v3(self.html, self.content_type, self.policy, host=url_host(self.url))
 
 
 def prepare(

@@ -293,7 +293,7 @@ def _strings(value: object, where: str, key: str) -> list[str]:
     return value
 
 
-_FINGERPRINT_KEYS = ("ignore", "main", "volatile", "add_volatile", "boilerplate")
+_FINGERPRINT_KEYS = ("ignore", "main", "volatile", "add_volatile", "boilerplate", "regions")
 
 
 def load_fingerprint_policy(path: str | os.PathLike[str]) -> FingerprintPolicy | None:
@@ -312,9 +312,10 @@ def fingerprint_policy_from_mapping(
 
     Keys: ``ignore`` (CSS selectors), ``main`` (a CSS selector), ``volatile`` (regular
     expressions, replacing the defaults), ``add_volatile`` (added to them), ``boilerplate``
-    (true or false). Each ``[fingerprint.hosts."NAME"]`` table (``".NAME"``: the domain and its
-    subdomains) starts from these: its ``ignore`` and ``add_volatile`` add to them, its other
-    keys replace them. An unknown key or a bad value raises :class:`ConfigError` naming it.
+    and ``regions`` (true or false). Each ``[fingerprint.hosts."NAME"]`` table (``".NAME"``:
+    the domain and its subdomains) starts from these: its ``ignore`` and ``add_volatile`` add
+    to them, its other keys replace them. An unknown key or a bad value raises
+    :class:`ConfigError` naming it.
 
     >>> policy = fingerprint_policy_from_mapping(
     ...     {"ignore": [".ad"], "hosts": {"example.com": {"main": "article"}}})
@@ -337,6 +338,7 @@ def fingerprint_policy_from_mapping(
             main=default.main,
             volatile=default.volatile,
             boilerplate=default.boilerplate,
+            regions=default.regions,
             hosts=hosts,
         )
     except ConfigError as exc:
@@ -357,15 +359,19 @@ def _fingerprint_rules(
     main = table.get("main", base.main)
     if main is not None and not isinstance(main, str):
         raise ConfigError(f"{where}: main must be a CSS selector string, got {main!r}")
-    boilerplate = table.get("boilerplate", base.boilerplate)
-    if not isinstance(boilerplate, bool):
-        raise ConfigError(f"{where}: boilerplate must be true or false, got {boilerplate!r}")
+    switches = {}
+    for name in ("boilerplate", "regions"):
+        value = table.get(name, getattr(base, name))
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {name} must be true or false, got {value!r}")
+        switches[name] = value
     try:
         return FingerprintPolicy(
             ignore=(*base.ignore, *ignore) if add_ignore else tuple(ignore),
             main=main,
             volatile=volatile,
-            boilerplate=boilerplate,
+            boilerplate=switches["boilerplate"],
+            regions=switches["regions"],
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None

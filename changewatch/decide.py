@@ -11,10 +11,11 @@ to end"), cheapest step first:
 4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed`` (a binary
    body has no SimHash: other bytes are always ``changed``).
 
-A row fingerprinted under older rules (``fingerprint_version``) cannot be compared by
-content hash. If the page's bytes equal the stored raw hash it is ``unchanged`` (path
-``refingerprint``) and the row is re-keyed; if the bytes differ too, the SimHash distance
-decides as in step 4.
+A row fingerprinted under older rules (``fingerprint_version``) cannot be compared by the
+new content hash. If the page's bytes equal the stored raw hash, or its content hash under
+the row's own rules (versions 2 and 3: :mod:`changewatch.fingerprint.legacy`) equals the
+stored one, it is ``unchanged`` (path ``refingerprint``) and the row is re-keyed to the new
+rules — never a spurious change; otherwise the SimHash distance decides as in step 4.
 
 The orchestration (:mod:`changewatch.watch`) looks the snapshots up, asks these functions,
 and writes what they return: lookup → decide → write.
@@ -22,6 +23,7 @@ and writes what they return: lookup → decide → write.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -32,6 +34,7 @@ from changewatch.fingerprint import FINGERPRINT_VERSION, Fingerprint, hamming
 from changewatch.fingerprint.simhash64 import MAX_NEAR_DISTANCE, SIMHASH_BANDS, simhash_band
 from changewatch.values import (
     Change,
+    ChromeState,
     Decision,
     DecisionKind,
     DecisionPath,
@@ -79,6 +82,15 @@ class FetchedPage(Protocol):
         """The page's whole fingerprint."""
         ...
 
+    def chrome(self) -> tuple[bytes, bytes] | None:
+        """The page's chrome and outlinks hashes (``None`` for a binary body)."""
+        ...
+
+    def legacy_content(self, version: int) -> bytes | None:
+        """The page's content hash under an older ``fingerprint_version``'s rules, or
+        ``None`` when those rules are not known (or the body is binary)."""
+        ...
+
 
 def decide_new(
     page: FetchedPage, host: str, url: str | None, canon_version: int
@@ -96,11 +108,17 @@ def decide_stored(
     """A page the store holds (``snap``): the decision and the write it needs (module
     docstring, steps 1, 2 and 4, and the re-fingerprint rule)."""
     same_rules = snap.fingerprint_version == FINGERPRINT_VERSION
-    if snap.raw_sha256 == page.raw:
-        if same_rules:
-            return _unchanged(page, snap, "raw"), _touch(page, snap)
-        # Same bytes, older rules: unchanged; re-key the row to the new rules.
+    if snap.raw_sha256 == page.raw and same_rules:
+        return _unchanged(page, snap, "raw"), _touch(page, snap)
+    if not same_rules and (
+        snap.raw_sha256 == page.raw
+        or page.legacy_content(snap.fingerprint_version) == snap.content_sha256
+    ):
+        # Same bytes, or the same content by the row's own rules: unchanged; re-key the
+        # row to the new rules.
         fp = page.fingerprint()
+        state = chrome_state(page, snap)
+        chrome_changed, links_changed = _flags(state)
         decision = Decision(
             "unchanged",
             page.url,
@@ -110,11 +128,24 @@ def decide_stored(
             distance=0,
             path="refingerprint",
             version=snap.version_count,
+            chrome_changed=chrome_changed,
+            links_changed=links_changed,
         )
-        return decision, _touch(page, snap, fp)
+        return decision, _touch(page, snap, fp, state)
     if same_rules and page.content() == snap.content_sha256:
-        return _unchanged(page, snap, "normalised"), _touch(page, snap)
+        # Only noise or the chrome changed: unchanged for the crawler, the chrome and
+        # outlinks flags say what else moved (and are stored for the analyst).
+        state = chrome_state(page, snap)
+        chrome_changed, links_changed = _flags(state)
+        decision = dataclasses.replace(
+            _unchanged(page, snap, "normalised"),
+            chrome_changed=chrome_changed,
+            links_changed=links_changed,
+        )
+        return decision, _touch(page, snap, state=state)
     fp = page.fingerprint()
+    state = chrome_state(page, snap)
+    chrome_changed, links_changed = _flags(state)
     distance = hamming(fp.simhash, snap.simhash)
     kind: DecisionKind = "minor" if distance <= minor_distance and not fp.binary else "changed"
     change = Change(
@@ -127,6 +158,7 @@ def decide_stored(
         page.etag,
         page.last_modified,
         host=snap.host,
+        chrome=state,
     )
     decision = Decision(
         kind,
@@ -137,8 +169,33 @@ def decide_stored(
         distance=distance,
         path="simhash",
         version=snap.version_count + 1,
+        chrome_changed=chrome_changed,
+        links_changed=links_changed,
     )
     return decision, change
+
+
+def chrome_state(page: FetchedPage, snap: Snapshot) -> ChromeState | None:
+    """The page's chrome and outlinks hashes beside the stored ones: each "changed" only when
+    a stored hash differs (a row without them — older rules, a binary body — changes nothing).
+    ``None`` for a binary body."""
+    hashes = page.chrome()
+    if hashes is None:
+        return None
+    chrome, links = hashes
+    return ChromeState(
+        chrome,
+        links,
+        chrome_changed=snap.chrome_sha256 is not None and snap.chrome_sha256 != chrome,
+        links_changed=snap.links_sha256 is not None and snap.links_sha256 != links,
+    )
+
+
+def _flags(state: ChromeState | None) -> tuple[bool, bool]:
+    """``(chrome_changed, links_changed)`` of a state (both false without one)."""
+    if state is None:
+        return False, False
+    return state.chrome_changed, state.links_changed
 
 
 def _unchanged(page: FetchedPage, snap: Snapshot, path: DecisionPath) -> Decision:
@@ -154,8 +211,21 @@ def _unchanged(page: FetchedPage, snap: Snapshot, path: DecisionPath) -> Decisio
     )
 
 
-def _touch(page: FetchedPage, snap: Snapshot, fp: Fingerprint | None = None) -> Touch:
-    return Touch(page.digest, snap.version_count, page.raw, page.etag, page.last_modified, fp=fp)
+def _touch(
+    page: FetchedPage,
+    snap: Snapshot,
+    fp: Fingerprint | None = None,
+    state: ChromeState | None = None,
+) -> Touch:
+    return Touch(
+        page.digest,
+        snap.version_count,
+        page.raw,
+        page.etag,
+        page.last_modified,
+        fp=fp,
+        chrome=state,
+    )
 
 
 def decide_hit(url: str, digest: bytes, hit: RawHit, path: DecisionPath = "raw") -> Decision:

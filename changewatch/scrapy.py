@@ -114,6 +114,8 @@ def decision_meta(decision: Decision) -> dict[str, Any]:
         "url_digest": decision.url_digest.hex(),
         "content_sha256": decision.content_sha256.hex(),
         "simhash": decision.simhash,
+        "chrome_changed": decision.chrome_changed,
+        "links_changed": decision.links_changed,
     }
 
 
@@ -143,7 +145,11 @@ class ChangewatchMiddleware:
     recorded as a version of the page at its URL. The decision goes
     into ``response.meta["changewatch"]`` (:func:`decision_meta`). An ``unchanged`` page
     raises :class:`UnchangedResponse` (``CHANGEWATCH_UNCHANGED = "drop"``, the default) or
-    passes with its decision attached (``"pass"``).
+    passes with its decision attached (``"pass"``). An ``unchanged`` page whose set of
+    outlinks changed (``links_changed``: its navigation gained a link to a new page) passes
+    all the same, marked ``parse: False, links_changed: True``, so that the spider can follow
+    its links without parsing it (``CHANGEWATCH_LINKS_CHANGED = "pass"``, the default;
+    ``"drop"`` drops it like any unchanged page).
 
     Failing open: when the store fails (or the page is too large, or its URL cannot be
     canonicalised) the response passes with ``meta["changewatch"] = {"kind": None,
@@ -172,11 +178,17 @@ class ChangewatchMiddleware:
         threaded: bool = False,
         close_watch: bool = True,
         conditional_get: bool = False,
+        on_links_changed: OnUnchanged = "pass",
     ) -> None:
         if on_unchanged not in ("drop", "pass"):
             raise ConfigError(
                 f"CHANGEWATCH_UNCHANGED must be 'drop' or 'pass', got {on_unchanged!r}"
             )
+        if on_links_changed not in ("drop", "pass"):
+            raise ConfigError(
+                f"CHANGEWATCH_LINKS_CHANGED must be 'drop' or 'pass', got {on_links_changed!r}"
+            )
+        self.on_links_changed = on_links_changed
         self.watch = watch
         self.stats = stats
         self.on_unchanged = on_unchanged
@@ -209,6 +221,7 @@ class ChangewatchMiddleware:
             on_unchanged=settings.get("CHANGEWATCH_UNCHANGED") or "drop",
             threaded=settings.getbool("CHANGEWATCH_THREADED"),
             conditional_get=settings.getbool("CHANGEWATCH_CONDITIONAL_GET"),
+            on_links_changed=settings.get("CHANGEWATCH_LINKS_CHANGED") or "pass",
         )
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
@@ -302,6 +315,10 @@ class ChangewatchMiddleware:
         self._inc(f"changewatch/{kind}")
         if kind == "new" and meta["duplicate_of"] is not None:
             self._inc("changewatch/new/duplicate")
+        if kind == "unchanged" and meta.get("links_changed"):
+            self._inc("changewatch/links_changed")
+            if self.on_links_changed == "pass":
+                return response  # marked parse: False, for its new links
         if kind == "unchanged" and self.on_unchanged == "drop":
             self._inc("changewatch/dropped")
             raise UnchangedResponse(response.url, meta)

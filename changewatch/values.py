@@ -29,6 +29,7 @@ __all__ = [
     "SEEN_ON_ERROR",
     "URL_POLICIES",
     "Change",
+    "ChromeState",
     "Decision",
     "DecisionKind",
     "DecisionPath",
@@ -113,7 +114,9 @@ class Decision:
     rules, re-keyed), ``"not-modified"`` (an HTTP 304, no body), ``"simhash"`` or ``"new"``.
     ``reverted_to`` is, for a ``changed`` or ``minor`` page, the number of an earlier version
     (among the last ``flip_window``) whose normalised content it equals again — a flip-flop;
-    ``None`` otherwise.
+    ``None`` otherwise. ``chrome_changed``/``links_changed``: the page's chrome (menus,
+    banners, footers) or its set of outlinks differs from the stored one's — also on an
+    ``unchanged`` page, whose content did not change (a crawler may still want its new links).
     """
 
     kind: DecisionKind
@@ -126,6 +129,8 @@ class Decision:
     path: DecisionPath = "new"
     version: int = 1
     reverted_to: int | None = None
+    chrome_changed: bool = False
+    links_changed: bool = False
 
     def __bool__(self) -> bool:
         return self.kind != "unchanged"
@@ -164,6 +169,8 @@ class Snapshot:
     version_count: int
     last_seen: datetime
     host: str | None = None
+    chrome_sha256: bytes | None = None
+    links_sha256: bytes | None = None
 
 
 # -- what a decision asks of the store, and what the store answers ----------------------------
@@ -197,6 +204,7 @@ class Touch:
 
     With ``fp`` (a row fingerprinted under older rules whose page is unchanged) the row is
     re-keyed to the new fingerprint and its version; no ``page_versions`` row is added.
+    ``chrome``: the page's chrome and outlinks hashes, and whether each changed, to keep.
     """
 
     url_digest: bytes
@@ -205,6 +213,18 @@ class Touch:
     etag: str | None = None
     last_modified: str | None = None
     fp: Fingerprint | None = None
+    chrome: ChromeState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChromeState:
+    """A fetched page's chrome and outlinks hashes, and whether they differ from the stored
+    ones (``False`` when nothing was stored to compare with)."""
+
+    chrome_sha256: bytes
+    links_sha256: bytes
+    chrome_changed: bool = False
+    links_changed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +241,7 @@ class Change:
     last_modified: str | None = None
     reverted_to: int | None = None
     host: str | None = None
+    chrome: ChromeState | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,10 +36,15 @@ class FingerprintPolicy:
     """What :func:`normalise` drops, for every host, with per-host overrides.
 
     ``ignore``: CSS selectors whose elements are dropped. ``main``: a CSS selector; when it
-    matches, only the first match's text is kept. ``volatile``: regular expressions removed
-    from the normalised (case-folded) text. ``boilerplate``: drop ``nav``/``footer``/
-    ``aside``/page-level ``header`` (off by default: on the corpus it hid 4.6% of real edits
-    and made no noise-only re-render more stable; benchmarks/near_dup_quality.py).
+    matches, the first match is the page's main content and everything else its chrome.
+    ``volatile``: regular expressions for volatile stamps; the default patterns are removed
+    where they stand as labels only (:func:`~changewatch.fingerprint.volatile.strip_label_stamps`),
+    patterns added to them wherever they match. ``regions`` (default true): split the page
+    into main content and chrome (:mod:`~changewatch.fingerprint.regions`); false: all
+    visible text is content, as before version 4. ``boilerplate`` (default false): also leave
+    the chrome out of the chrome hash, so that its changes are not even flagged (before
+    version 4 it dropped ``nav``/``footer``/``aside``/page ``header`` from the content hash,
+    which hid 4.6% of real edits; chrome is now never part of the content hash).
     ``hosts`` maps a host name (``".NAME"``: the domain and
     its subdomains) to the policy used there instead (see :meth:`for_host`); host policies
     have no hosts of their own. Bad selectors or patterns raise :class:`ConfigError` naming
@@ -54,8 +59,10 @@ class FingerprintPolicy:
     main: str | None = None
     volatile: tuple[str, ...] = DEFAULT_VOLATILE_PATTERNS
     boilerplate: bool = False
+    regions: bool = True
     hosts: Mapping[str, FingerprintPolicy] = field(default_factory=dict)
     _volatile_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _label_stamps: bool = field(init=False, repr=False, compare=False)
     _strip_selector: str = field(init=False, repr=False, compare=False)
     _drop_selector: str | None = field(init=False, repr=False, compare=False)
 
@@ -70,10 +77,11 @@ class FingerprintPolicy:
             object.__setattr__(self, name, value)
         if self.main is not None and not isinstance(self.main, str):
             raise ConfigError(f"fingerprint policy: main must be a string, got {self.main!r}")
-        if not isinstance(self.boilerplate, bool):
-            raise ConfigError(
-                f"fingerprint policy: boilerplate must be true or false, got {self.boilerplate!r}"
-            )
+        for name in ("boilerplate", "regions"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"fingerprint policy: {name} must be true or false, got {getattr(self, name)!r}"
+                )
         probe = LexborHTMLParser("<p></p>")
         for selector in (*self.ignore, *([self.main] if self.main is not None else [])):
             try:
@@ -87,17 +95,18 @@ class FingerprintPolicy:
                 raise ConfigError(
                     f"fingerprint policy: bad volatile pattern {pattern!r}: {exc}"
                 ) from None
-        joined = "|".join(f"(?:{p})" for p in self.volatile)
+        # The default patterns stand for the contextual label rule; any other pattern is
+        # removed wherever it matches.
+        label_stamps = all(p in self.volatile for p in DEFAULT_VOLATILE_PATTERNS)
+        extra = [p for p in self.volatile if not (label_stamps and p in DEFAULT_VOLATILE_PATTERNS)]
+        joined = "|".join(f"(?:{p})" for p in extra)
         object.__setattr__(self, "_volatile_re", re.compile(joined) if joined else None)
-        # Dropped tags first, in one query; then the hidden and ignored elements of what is
-        # left, as ignored selectors may be structural (":first-child", "a + b"). With no
-        # ignored selectors the hidden ones (attributes and types only, so the same either
-        # way) join the first query, and one tree walk finds everything.
-        tags = (*DROPPED_TAGS, *BOILERPLATE_TAGS) if self.boilerplate else DROPPED_TAGS
-        strip = ", ".join((*tags, *(() if self.ignore else (HIDDEN_SELECTOR,))))
-        drop = ", ".join((HIDDEN_SELECTOR, *self.ignore)) if self.ignore else None
-        object.__setattr__(self, "_strip_selector", strip)
-        object.__setattr__(self, "_drop_selector", drop)
+        object.__setattr__(self, "_label_stamps", label_stamps)
+        # Dropped tags in one query; then the ignored selectors over what is left, as they may
+        # be structural (":first-child", "a + b"). Hidden elements are decided one by one
+        # (collapsed content or noise: changewatch.fingerprint.blocks).
+        object.__setattr__(self, "_strip_selector", ", ".join(DROPPED_TAGS))
+        object.__setattr__(self, "_drop_selector", ", ".join(self.ignore) or None)
         if not isinstance(self.hosts, Mapping):
             raise ConfigError("fingerprint policy: hosts must map host names to policies")
         for host, rules in self.hosts.items():
@@ -108,7 +117,16 @@ class FingerprintPolicy:
         object.__setattr__(self, "hosts", {h.lower(): r for h, r in self.hosts.items()})
 
     def __hash__(self) -> int:
-        return hash((self.ignore, self.main, self.volatile, self.boilerplate, tuple(self.hosts)))
+        return hash(
+            (
+                self.ignore,
+                self.main,
+                self.volatile,
+                self.boilerplate,
+                self.regions,
+                tuple(self.hosts),
+            )
+        )
 
     def for_host(self, host: str | None) -> FingerprintPolicy:
         """The policy for ``host``: an exact entry, else the longest ``".domain"`` entry, else

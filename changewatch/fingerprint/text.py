@@ -5,20 +5,35 @@ from __future__ import annotations
 import html as html_lib
 import re
 import unicodedata
-from typing import Any
+from collections.abc import Collection
 
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
-from changewatch.fingerprint.policy import _SECTIONING, DEFAULT_POLICY, FingerprintPolicy
-from changewatch.fingerprint.volatile import DEFAULT_VOLATILE_PATTERNS, strip_volatile_text
+from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
+from changewatch.fingerprint.regions import (
+    SEPARATOR,
+    Block,
+    PageParts,
+    classify,
+    outlinks,
+    split_regions,
+)
+from changewatch.fingerprint.tree import drop_invisible, prepare
+from changewatch.fingerprint.volatile import (
+    may_hold_stamps,
+    strip_label_stamps,
+    strip_volatile_text,
+)
+from changewatch.fingerprint.walk import segment
 
 __all__ = [
     "DEFAULT_MAX_NESTING",
     "normalise",
     "normalise_markup",
     "normalise_text",
+    "page_text",
     "strip_volatile",
 ]
 
@@ -68,17 +83,20 @@ def normalise(
     *,
     host: str | None = None,
 ) -> str:
-    """Return the normalised visible text of a page (see the module docstring).
+    """Return the normalised text of a page's main content (see the module docstring).
 
     ``policy`` (default :data:`DEFAULT_POLICY`) is applied for ``host`` (see
     :meth:`FingerprintPolicy.for_host`). A binary body (:func:`is_binary`) has no text: ``""``.
+    :func:`page_text` also returns the chrome and the outlinks.
 
     >>> normalise("<p>Hello,\\n  <b>World</b></p><script>x=1</script><!-- c -->")
     'hello, world'
     >>> normalise("<p>Built at 12:00 UTC</p><p hidden>x</p><nav>Home</nav>")
-    'built at home'
-    >>> normalise("<p>At 12:00</p><nav>Home</nav>", policy=FingerprintPolicy(boilerplate=True))
-    'at'
+    'built'
+    >>> normalise("<p>We met at 12:00 by the bridge.</p><p>Updated 12:00</p>")
+    'we met at 12:00 by the bridge. updated'
+    >>> normalise("<nav>Home</nav><main>Hi</main>", policy=FingerprintPolicy(regions=False))
+    'home hi'
     """
     if is_binary(html, content_type):
         return ""
@@ -97,88 +115,139 @@ def normalise_markup(
     >>> normalise_markup("<p>Hello</p>")
     'hello'
     """
+    return page_text(html, content_type, policy, host=host).content
+
+
+def page_text(
+    html: str | bytes,
+    content_type: str | None = None,
+    policy: FingerprintPolicy | None = None,
+    *,
+    host: str | None = None,
+    url: str | None = None,
+    template_blocks: Collection[bytes] = (),
+    volatile_blocks: Collection[bytes] = (),
+    with_blocks: bool = False,
+) -> PageParts:
+    """The normalised main-content and chrome texts and the outlinks of a non-binary page.
+
+    ``url``: the page's URL, against which relative outlinks are resolved. ``template_blocks``
+    (text hashes of blocks on many of the host's pages) and ``volatile_blocks`` (block keys
+    and shapes learned as noise for the host) come from the store; ``with_blocks`` asks for
+    the :class:`~changewatch.fingerprint.regions.Block` list. See
+    :mod:`~changewatch.fingerprint.regions` for the rules.
+
+    >>> parts = page_text("<nav><a href='/a'>Home</a></nav><main><p>Hi</p></main>",
+    ...                   url="https://example.com/x")
+    >>> parts.content, parts.chrome, parts.links
+    ('hi', 'home', ('https://example.com/a',))
+    """
     rules = (policy or DEFAULT_POLICY).for_host(host)
     source: str | bytes | None = utf8_source(html, content_type)
     if source is None:
         source = decode_html(html, content_type)
     if _nesting_bound(source) > DEFAULT_MAX_NESTING:
-        text = _fallback_text(decode_html(html, content_type))
+        text = _strip(rules, normalise_text(_fallback_text(decode_html(html, content_type))))
+        return PageParts(text, "", ())
+    tree = LexborHTMLParser(source)
+    found = prepare(tree, rules)
+    if found is None:
+        return PageParts("", "", ())
+    root = tree.root
+    if not rules.regions and not found.policy_main:
+        return _flat_text(tree, rules, url, with_blocks)
+    hrefs: list[str] = []
+    segments = segment(root, found.main_ids, found.chrome_ids, hrefs) if root is not None else []
+    links = outlinks(hrefs, found.base, url)
+    joined = normalise_text(SEPARATOR.join(s.text for s in segments))
+    pieces = joined.split(SEPARATOR)
+    if len(pieces) != len(segments):
+        # The page's own U+FDD0 (a noncharacter, never interchanged): the blocks cannot be
+        # told apart after normalising, so all of the text is content.
+        return PageParts(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
+    pieces = _strip_pieces(rules, joined, pieces)
+    if found.policy_main or rules.regions:
+        main = classify(
+            segments, pieces, policy_main=found.policy_main, template_blocks=template_blocks
+        )
     else:
-        text = _visible_text(LexborHTMLParser(source), rules)
+        main = [True] * len(segments)
+    content, chrome, blocks = split_regions(
+        segments, pieces, main, volatile_blocks=volatile_blocks, with_blocks=with_blocks
+    )
+    return PageParts(
+        content, "" if rules.boilerplate else chrome, links, blocks, bool(found.main_ids)
+    )
+
+
+def _flat_text(
+    tree: LexborHTMLParser, rules: FingerprintPolicy, url: str | None, with_blocks: bool
+) -> PageParts:
+    """``regions = false``: all visible text is content, read by lexbor in one call (the
+    speed of version 3), stamps judged with the whole text as one block. The blocks, when
+    asked for, are still walked (for their keys); learned noise needs regions."""
+    root = tree.root
+    if root is None:
+        return PageParts("", "", ())
+    text = _strip(rules, normalise_text(root.text(separator=" ", skip_empty=True)))
+    hrefs = [
+        href.strip()
+        for node in tree.css("a[href], area[href]")
+        if isinstance(href := node.attributes.get("href"), str)
+    ]
+    base_node = tree.css_first("base[href]")
+    base = base_node.attributes.get("href") if base_node is not None else None
+    links = outlinks(hrefs, base.strip() if isinstance(base, str) else None, url)
+    blocks: tuple[Block, ...] = ()
+    if with_blocks:
+        segments = segment(root, set(), set())
+        texts = [normalise_text(s.text) for s in segments]
+        pieces = _strip_pieces(rules, " ".join(texts), texts)
+        blocks = split_regions(segments, pieces, [True] * len(segments), with_blocks=True)[2]
+    return PageParts(text, "", links, blocks)
+
+
+def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:
+    """Each block's text stripped of spaces at its ends and of its volatile stamps; blocks
+    without ``:`` and a digit or " ago" (where every default stamp is anchored) are not
+    looked at."""
+    if rules._volatile_re is not None:
+        return [_strip(rules, piece.strip()) for piece in pieces]
+    if not rules._label_stamps or not may_hold_stamps(joined):
+        return [piece.strip() for piece in pieces]
+    return [
+        strip_label_stamps(piece.strip()) if may_hold_stamps(piece) else piece.strip()
+        for piece in pieces
+    ]
+
+
+def _strip(rules: FingerprintPolicy, text: str) -> str:
     return strip_volatile_text(
-        normalise_text(text),
-        rules._volatile_re,
-        default=rules.volatile == DEFAULT_VOLATILE_PATTERNS,
-        collapsed=True,
+        text, rules._volatile_re, default=rules._label_stamps, collapsed=True
     )
 
 
 def _visible_text(tree: LexborHTMLParser, rules: FingerprintPolicy) -> str:
+    """The raw visible text of a parsed page: invisible elements dropped, nothing else
+    (the floor ``benchmarks/fingerprint.py`` measures against)."""
+    if not drop_invisible(tree, rules):
+        return ""
     root = tree.root
-    top = None if root is None else root.mem_id
-    if not _drop(tree.css(rules._strip_selector), top):
-        return ""  # <html hidden>, <html aria-hidden="true">: nothing on the page is shown
-    if rules._drop_selector is not None and not _drop(tree.css(rules._drop_selector), top):
-        return ""  # a policy that ignores the root element (ignore = ["html"]) keeps nothing
-    if rules.boilerplate:
-        headers = tree.css("header")
-        if headers:
-            _drop(_page_level(headers), top)
-    if rules.main is not None:
-        root = tree.css_first(rules.main) or root
-    # Whitespace-only text nodes (indentation) add nothing once whitespace is collapsed.
     return root.text(separator=" ", skip_empty=True) if root is not None else ""
 
 
-def _drop(nodes: list[Any], top: int | None) -> bool:
-    """Remove ``nodes`` from the tree, last first (a descendant goes before the ancestor
-    holding it); ``False``, removing nothing, if the root element (``mem_id`` ``top``) is
-    among them: lexbor refuses to remove it, and all of the page would go."""
-    if top is not None and any(node.mem_id == top for node in nodes):
-        return False
-    for node in reversed(nodes):
-        node.decompose()
-    return True
-
-
-def _page_level(headers: list[Any]) -> list[Any]:
-    """The headers with no ``article``/``main``/``section`` ancestor, each ancestor looked
-    at once (linear even for deeply nested headers)."""
-    inside: dict[int, bool] = {}
-    out = []
-    for header in headers:
-        path = []
-        node = header.parent
-        found = False
-        while node is not None:
-            known = inside.get(node.mem_id)
-            if known is not None:
-                found = known
-                break
-            if node.tag in _SECTIONING:
-                found = True
-                break
-            path.append(node.mem_id)
-            node = node.parent
-        for mem_id in path:
-            inside[mem_id] = found
-        if not found:
-            out.append(header)
-    return out
-
-
 def strip_volatile(text: str, policy: FingerprintPolicy | None = None) -> str:
-    """Remove the policy's volatile patterns from normalised text, to a fixed point.
+    """Remove the policy's volatile stamps from normalised text taken as one block: the
+    default stamps where they stand as labels, added patterns wherever they match.
 
     >>> strip_volatile("generated at 2026-03-01t12:00:00z by node-7, updated 5 minutes ago")
-    'generated at by node-7, updated'
+    'generated by node-7, updated'
+    >>> strip_volatile("the ceremony opens at 2:30pm after a parade through the old town")
+    'the ceremony opens at 2:30pm after a parade through the old town'
     """
     rules = policy or DEFAULT_POLICY
     return strip_volatile_text(
-        text,
-        rules._volatile_re,
-        default=rules.volatile == DEFAULT_VOLATILE_PATTERNS,
-        collapsed=False,
+        text, rules._volatile_re, default=rules._label_stamps, collapsed=False
     )
 
 

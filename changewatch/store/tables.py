@@ -265,6 +265,31 @@ page_snapshots = Table(
         nullable=True,
         comment="floor(2 * log2(change_rate)): rates within a factor 1.41 share a band",
     ),
+    # Chrome and outlinks, fingerprint version 4 (migration 0007).
+    Column(
+        "chrome_sha256",
+        LargeBinary(32),
+        nullable=True,
+        comment="SHA-256 of the normalised chrome text (menus, banners, footers); NULL: unknown",
+    ),
+    Column(
+        "links_sha256",
+        LargeBinary(32),
+        nullable=True,
+        comment="SHA-256 of the page's canonicalised outlinks; NULL: unknown",
+    ),
+    Column(
+        "chrome_changed_at",
+        UTCDateTime,
+        nullable=True,
+        comment="when a fetch last saw the chrome change (the content may not have)",
+    ),
+    Column(
+        "links_changed_at",
+        UTCDateTime,
+        nullable=True,
+        comment="when a fetch last saw the set of outlinks change",
+    ),
     CheckConstraint("version_count >= 1", name="version_count_positive"),
     CheckConstraint("fetch_count >= version_count", name="fetches_cover_versions"),
     comment="One row per canonical URL: its current fingerprint and crawl counters.",

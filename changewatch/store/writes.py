@@ -54,6 +54,8 @@ _LOOKUP = sa.select(
     _SNAP.version_count,
     _SNAP.last_seen,
     _SNAP.host,
+    _SNAP.chrome_sha256,
+    _SNAP.links_sha256,
 ).where(_SNAP.url_digest.in_(sa.bindparam("digests", expanding=True)))
 _PG_LOOKUP = _LOOKUP.order_by(_SNAP.url_digest).with_for_update()
 
@@ -117,6 +119,8 @@ class StoreTransaction:
                         version_count=r.version_count,
                         last_seen=r.last_seen,
                         host=r.host,
+                        chrome_sha256=None if r.chrome_sha256 is None else bytes(r.chrome_sha256),
+                        links_sha256=None if r.links_sha256 is None else bytes(r.links_sha256),
                     )
         return found
 
@@ -204,6 +208,8 @@ class StoreTransaction:
                 "change_rate": DEFAULT_PRIOR_RATE_PER_DAY,
                 "due_at": now + timedelta(days=due_in_days(DEFAULT_PRIOR_RATE_PER_DAY)),
                 "rate_band": rate_band(DEFAULT_PRIOR_RATE_PER_DAY),
+                "chrome_sha256": None if p.fp.binary else p.fp.chrome_sha256,
+                "links_sha256": None if p.fp.binary else p.fp.links_sha256,
             }
             for p in pages
         ]
@@ -278,9 +284,28 @@ def _snapshot_update(extra: dict[str, Any] | None = None, *, changed: bool = Fal
             etag=func.coalesce(bindparam("b_etag", type_=sa.Text), _SNAP.etag),
             last_modified=func.coalesce(bindparam("b_lm", type_=sa.Text), _SNAP.last_modified),
             **schedule_values(_B_NOW, changed=changed),
+            **_CHROME_VALUES,
             **(extra or {}),
         )
     )
+
+
+# The chrome and outlinks hashes are kept when the decision knows them (NULL binds leave
+# the stored ones), and the time of the fetch that saw either change.
+_CHROME_VALUES = {
+    "chrome_sha256": func.coalesce(
+        bindparam("b_chrome", type_=sa.LargeBinary), page_snapshots.c.chrome_sha256
+    ),
+    "links_sha256": func.coalesce(
+        bindparam("b_links", type_=sa.LargeBinary), page_snapshots.c.links_sha256
+    ),
+    "chrome_changed_at": func.coalesce(
+        bindparam("b_chrome_at", type_=UTCDateTime()), page_snapshots.c.chrome_changed_at
+    ),
+    "links_changed_at": func.coalesce(
+        bindparam("b_links_at", type_=UTCDateTime()), page_snapshots.c.links_changed_at
+    ),
+}
 
 
 _NEW_FINGERPRINT = {
@@ -311,6 +336,10 @@ def _params(
         "b_raw": raw,
         "b_etag": op.etag,
         "b_lm": op.last_modified,
+        "b_chrome": None if op.chrome is None else op.chrome.chrome_sha256,
+        "b_links": None if op.chrome is None else op.chrome.links_sha256,
+        "b_chrome_at": now if op.chrome is not None and op.chrome.chrome_changed else None,
+        "b_links_at": now if op.chrome is not None and op.chrome.links_changed else None,
     }
     if fp is not None:
         params |= {

@@ -162,6 +162,60 @@ def test_second_crawl_parses_exactly_the_changed_and_new_pages(
     assert _stat(third, "changewatch/dropped") == 0
 
 
+def _nav_site(n: int, noise: int, changed: frozenset[int] = frozenset()) -> dict[str, str]:
+    """``n`` pages /s0…/s{n-1}, each an article in <main> beside a <nav> that links to every
+    page (so a new page shows in every page's navigation), with per-render noise."""
+    links = "".join(f'<li><a href="/s{j}">Page {j}</a></li>' for j in range(n))
+    pages = {}
+    for i in range(n):
+        text = body_text(i + 1000) if i in changed else body_text(i)
+        pages[f"/s{i}"] = (
+            "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>Story {i}</title><script nonce='n{noise + i:08x}'>var t={noise};</script>"
+            f"</head><body><header><nav><ul>{links}</ul></nav></header>"
+            f"<main><h1>Story {i}</h1><p>{text}</p></main>"
+            f"<footer>Rendered at 2026-11-{1 + noise % 28:02d}T{noise % 24:02d}:{i % 60:02d}:07Z"
+            "</footer></body></html>"
+        )
+    return pages
+
+
+def test_recrawl_parses_the_changed_and_new_pages_and_finds_the_new_ones(
+    tmp_path: Path, store_url: str
+) -> None:
+    """40 pages; 5 edited, 2 added, the noise changed everywhere and every page's navigation
+    gained links to the 2 new pages: the recrawl parses exactly the 5 edited and 2 new pages
+    — the others reach the spider marked ``parse: False, links_changed: True``, so that their
+    new links are followed — and finds the new pages."""
+    n = 40
+    settings = {"DUPEFILTER_CLASS": DUPEFILTER, "DOWNLOADER_MIDDLEWARES": MIDDLEWARE}
+    with CountingSite(_nav_site(n, noise=1)) as site:
+        first = crawl(
+            tmp_path, "first", [site.base + "/s0"], CHANGEWATCH_DATABASE_URL=store_url, **settings
+        )
+        known = {site.base + path for path in site.pages}
+        assert set(first["parsed"]) == known
+        edited = frozenset({3, 8, 15, 22, 31})
+        site.pages = _nav_site(n + 2, noise=977, changed=edited)  # adds /s40 and /s41
+        site.reset_counts()
+        # The recrawl starts from the URLs it knows: the new pages can only be found through
+        # the navigation of pages that did not change.
+        second = crawl(
+            tmp_path, "second", sorted(known), CHANGEWATCH_DATABASE_URL=store_url, **settings
+        )
+    parsed = {url for url, meta in second["parsed"].items() if meta and meta["parse"]}
+    new = {site.base + "/s40", site.base + "/s41"}
+    assert parsed == {site.base + f"/s{i}" for i in edited} | new
+    assert all(second["parsed"][url]["kind"] == "new" for url in new)
+    passed_for_links = {url for url, meta in second["parsed"].items() if meta and not meta["parse"]}
+    assert passed_for_links == known - {site.base + f"/s{i}" for i in edited}
+    assert all(second["parsed"][url]["links_changed"] for url in passed_for_links)
+    assert _stat(second, "changewatch/links_changed") == n - len(edited)
+    assert _stat(second, "changewatch/dropped") == 0
+    assert _stat(second, "changewatch/new") == 2
+    assert site.twice() == {}
+
+
 # -- 2. two processes, one Redis seen-set -----------------------------------------------------
 
 

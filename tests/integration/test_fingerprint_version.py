@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from changewatch import ChangeWatch
 from changewatch.fingerprint import FINGERPRINT_VERSION
+from changewatch.fingerprint.legacy import content_sha256_v3
 from changewatch.store.tables import page_snapshots
 
 from ._pages import counts, long_page, page, snapshot, version_rows, words
@@ -85,3 +86,50 @@ def test_real_edit_under_older_rules_is_never_unchanged(watch: ChangeWatch) -> N
     edited = watch.should_parse(URL, page(words(5)))
     assert edited.kind in ("minor", "changed")
     assert len(version_rows(watch)) == 2
+
+
+def _as_version_3(watch: ChangeWatch, digest: bytes, html: str) -> None:
+    """Make a stored row what fingerprint version 3 wrote for ``html``: its content hash
+    over the whole visible text, every time of day removed, and version 3."""
+    values = {"fingerprint_version": 3, "content_sha256": content_sha256_v3(html)}
+    with watch.store.engine.begin() as conn:
+        conn.execute(
+            sa.update(page_snapshots).where(page_snapshots.c.url_digest == digest).values(values)
+        )
+
+
+def _v3_page(story: str, *, nav: str, clock: str) -> str:
+    return (
+        f"<html><body><nav>{nav}</nav><main><p>{story}</p></main>"
+        f"<footer>Generated at {clock}</footer></body></html>"
+    )
+
+
+def test_version_3_rows_move_to_version_4_without_a_spurious_change(watch: ChangeWatch) -> None:
+    """A row stored under version 3 and a re-fetch with other bytes but the same content by
+    version 3's own rules (another clock): unchanged (refingerprint), the row re-keyed to
+    version 4 with no new version; the next noise-only fetch is decided under version 4."""
+    story = "The committee approved the revised budget after a long debate on Tuesday."
+    first_html = _v3_page(story, nav="Home News", clock="12:00")
+    first = watch.should_parse(URL, first_html)
+    _as_version_3(watch, first.url_digest, first_html)
+    again = watch.should_parse(URL, _v3_page(story, nav="Home News", clock="13:45"))
+    assert (again.kind, again.path, again.version) == ("unchanged", "refingerprint", 1)
+    row = snapshot(watch, first.url_digest)
+    assert (row.fingerprint_version, row.version_count) == (FINGERPRINT_VERSION, 1)
+    assert row.content_sha256 == first.content_sha256
+    chrome_only = watch.should_parse(URL, _v3_page(story, nav="Home News Sport", clock="14:00"))
+    assert (chrome_only.kind, chrome_only.path) == ("unchanged", "normalised")
+
+
+def test_a_real_edit_on_a_version_3_row_is_a_change(watch: ChangeWatch) -> None:
+    """A row stored under version 3 and a re-fetch whose words changed: never unchanged."""
+    story = "The committee approved the revised budget after a long debate on Tuesday."
+    first_html = _v3_page(story, nav="Home News", clock="12:00")
+    first = watch.should_parse(URL, first_html)
+    _as_version_3(watch, first.url_digest, first_html)
+    edited = _v3_page(story.replace("approved", "rejected"), nav="Home News", clock="12:00")
+    later = watch.should_parse(URL, edited)
+    assert later.kind in ("minor", "changed")
+    assert later.path == "simhash"
+    assert snapshot(watch, first.url_digest).version_count == 2

@@ -41,6 +41,12 @@ class _Fetched:
         self.parsed += 1
         return self.fp
 
+    def chrome(self) -> tuple[bytes, bytes] | None:
+        return None if self.fp.binary else (self.fp.chrome_sha256, self.fp.links_sha256)
+
+    def legacy_content(self, version: int) -> bytes | None:
+        return None
+
 
 def _snap(html: str, *, version: int = FINGERPRINT_VERSION) -> Snapshot:
     fp = fingerprint(html)

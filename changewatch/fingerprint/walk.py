@@ -1,0 +1,265 @@
+"""The walk over a parsed page that cuts its text into blocks — pure, over a lexbor tree.
+
+:func:`segment` (re-exported by :mod:`~changewatch.fingerprint.blocks`, which says what a
+block is) follows ``child``/``next`` pointers with an explicit stack and tells elements apart
+by lexbor's integer tag ids. It is the one Python step per node of fingerprinting, so it
+does as little as it can: text nodes are handled inline; what an element opens and closes is
+:class:`_Walk`'s; a ``p`` (phrasing content only, HTML §13.2.6.4.7) and a chrome landmark
+are read by lexbor in one call. Nesting is bounded only by the caller's guard.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from changewatch.fingerprint.blocks import (
+    BLOCK_TAGS,
+    CHROME,
+    MAIN,
+    MAIN_SELECTOR,
+    NONE,
+    Segment,
+    page_level_only,
+    role_of,
+)
+
+__all__ = ["segment"]
+
+# What the walk tells apart, as bits of the kind of a lexbor tag id (_kind_of).
+_BLOCK, _LINK, _SECTIONING, _HEADING, _PARAGRAPH = 1, 2, 4, 8, 64
+_TEXT, _OTHER = 16, 32
+_SECTIONING_TAGS = frozenset({"article", "aside", "main", "nav", "section"})
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_LINK_TAGS = frozenset({"a", "area"})
+_NOT_NAVIGATION = ("mailto:", "tel:", "sms:", "javascript:", "data:")
+
+
+def segment(
+    root: Any, main_ids: set[int], chrome_ids: set[int], hrefs: list[str] | None = None
+) -> list[Segment]:
+    """The blocks of ``root``'s subtree in document order.
+
+    ``main_ids``/``chrome_ids``: ``mem_id`` of the elements matching
+    :data:`~changewatch.fingerprint.blocks.MAIN_SELECTOR` and
+    :data:`~changewatch.fingerprint.blocks.CHROME_SELECTOR`. The ``href`` of every ``a`` and
+    ``area`` met is appended to ``hrefs``. A heading's link to a fragment of the page (its
+    own anchor) and ``mailto:``/``tel:`` links are not link text. Comments are skipped; the
+    caller has removed invisible elements.
+    """
+    walk = _Walk(root.tag or "", main_ids, chrome_ids, [] if hrefs is None else hrefs)
+    kinds = _KINDS
+    stack = walk.stack
+    buffer = walk.buffer
+    node = root.child
+    while node is not None:
+        tag_id = node.tag_id
+        kind = kinds.get(tag_id, -1)
+        if kind < 0:
+            kind = _learn(node, tag_id)
+        if kind == _TEXT:
+            text = node.text_content
+            if text and not text.isspace():
+                buffer.append(text)
+                if walk.links:
+                    walk.link_chars += len(text)
+            following = node.next
+        elif kind == _OTHER:
+            following = node.next  # comments, processing instructions
+        else:
+            first = node.child
+            if first is not None and walk.open(node, kind):
+                node = first
+                continue
+            if first is None:
+                walk.leaf(node, kind)
+            following = node.next
+        while following is None and stack:
+            following = walk.close().next
+        node = following
+    walk.flush()
+    return walk.out
+
+
+class _Walk:
+    """The walk's state: segments so far, the open run of text, and per open element what
+    it opened (:data:`_BLOCK`, :data:`_LINK`, :data:`_SECTIONING`, :data:`_HEADING` bits)
+    with the path and mark to restore when it closes."""
+
+    __slots__ = (
+        "buffer",
+        "chrome_ids",
+        "headings",
+        "hrefs",
+        "link_chars",
+        "links",
+        "main_ids",
+        "mark",
+        "marked",
+        "out",
+        "path",
+        "sectioning",
+        "stack",
+    )
+
+    def __init__(self, path: str, main_ids: set[int], chrome_ids: set[int], hrefs: list[str]):
+        self.out: list[Segment] = []
+        self.buffer: list[str] = []
+        self.link_chars = self.links = self.sectioning = self.headings = 0
+        self.path, self.mark = path, NONE
+        self.main_ids, self.chrome_ids, self.hrefs = main_ids, chrome_ids, hrefs
+        self.marked = bool(main_ids or chrome_ids)
+        self.stack: list[tuple[Any, int, str, int]] = []
+
+    def flush(self) -> None:
+        """Close the open run of text as a segment."""
+        if self.buffer:
+            self.out.append(Segment(self.path, " ".join(self.buffer), self.mark, self.link_chars))
+            self.buffer.clear()
+            self.link_chars = 0
+
+    def open(self, node: Any, kind: int) -> bool:
+        """Enter an element that has children; ``False`` if it was read whole instead."""
+        opened = 0
+        marker = self.marked and (node.mem_id in self.main_ids or node.mem_id in self.chrome_ids)
+        if kind & _BLOCK or marker:
+            self.flush()
+            tag = node.tag
+            inner, step = self.mark, tag
+            if marker:
+                inner, step = self._entered(node, tag)
+                if inner == CHROME and self.mark != CHROME:
+                    whole = _whole_landmark(node, f"{self.path}/{step}", self.hrefs)
+                    if whole is not None:
+                        self.out.append(whole)
+                        return False
+            elif kind & _PARAGRAPH:
+                state = (self.mark, self.links, self.headings)
+                self.out.append(_whole_paragraph(node, f"{self.path}/p", state, self.hrefs))
+                return False
+            self.stack.append((node, _BLOCK, self.path, self.mark))
+            opened = _BLOCK
+            self.mark, self.path = inner, f"{self.path}/{step}"
+        if kind & _LINK and _navigates(_href(node, self.hrefs), self.headings):
+            self.links += 1
+            opened |= _LINK
+        if kind & _SECTIONING:
+            self.sectioning += 1
+            opened |= _SECTIONING
+        elif kind & _HEADING:
+            self.headings += 1
+            opened |= _HEADING
+        if opened & _BLOCK:
+            self.stack[-1] = (node, opened, self.stack[-1][2], self.stack[-1][3])
+        else:
+            self.stack.append((node, opened, self.path, self.mark))
+        return True
+
+    def leaf(self, node: Any, kind: int) -> None:
+        """An element without children: a boundary if it is a block, a link if it is one."""
+        if kind & _BLOCK:
+            self.flush()
+        if kind & _LINK:
+            _href(node, self.hrefs)
+
+    def close(self) -> Any:
+        """Leave the innermost open element; return it."""
+        element, opened, path, mark = self.stack.pop()
+        if opened:
+            if opened & _BLOCK:
+                self.flush()
+                self.path, self.mark = path, mark
+            if opened & _LINK:
+                self.links -= 1
+            if opened & _SECTIONING:
+                self.sectioning -= 1
+            if opened & _HEADING:
+                self.headings -= 1
+        return element
+
+    def _entered(self, node: Any, tag: str) -> tuple[int, str]:
+        """The mark inside a marked ``node`` and its path step (the tag, with its role)."""
+        mark = self.mark
+        if node.mem_id in self.main_ids:
+            mark = MAIN  # before chrome: <main class="cookie-policy"> is content
+        elif not page_level_only(tag) or not self.sectioning:
+            mark = CHROME
+        role = role_of(node)
+        return mark, f"{tag}[{role}]" if role else tag
+
+
+def _navigates(href: str, headings: int) -> bool:
+    """Whether a link's text counts as link text (link density): a link to another page or
+    place, not a ``mailto:``/``tel:`` address or a script, nor a heading's own anchor.
+
+    >>> _navigates("/about", 0), _navigates("mailto:dpo@example.com", 0), _navigates("#s2", 1)
+    (True, False, False)
+    """
+    if href.startswith("#"):
+        return not headings
+    return not href[:11].lower().startswith(_NOT_NAVIGATION)
+
+
+def _href(node: Any, hrefs: list[str]) -> str:
+    """A link's ``href``, stripped, appended to ``hrefs`` (``""`` for none)."""
+    href = node.attributes.get("href")
+    if not isinstance(href, str):
+        return ""
+    href = href.strip()
+    hrefs.append(href)
+    return href
+
+
+def _whole_paragraph(
+    node: Any, path: str, state: tuple[int, int, int], hrefs: list[str]
+) -> Segment:
+    """A ``p`` read in one call of lexbor's text extraction; its links found by a walk over
+    its elements only (lexbor's iterator, no text nodes)."""
+    mark, inside_link, headings = state
+    text = node.text(separator=" ", skip_empty=True)
+    link_chars = 0
+    for element in node.traverse():
+        if _KINDS.get(element.tag_id, 0) & _LINK:
+            href = _href(element, hrefs)
+            if not inside_link and _navigates(href, headings):
+                link_chars += len(element.text(separator=" ", skip_empty=True))
+    return Segment(path, text, mark, len(text) if inside_link else link_chars)
+
+
+def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
+    """A chrome landmark read in one call of lexbor's text extraction, or ``None`` when a
+    main marker sits inside it (then it is walked, so that the marker is seen)."""
+    if node.css_first(MAIN_SELECTOR) is not None:
+        return None
+    links = 0
+    for link in node.css("a, area"):
+        if _navigates(_href(link, hrefs), 0):
+            links += len(link.text(separator=" ", skip_empty=True))
+    return Segment(path, node.text(separator=" ", skip_empty=True), CHROME, links)
+
+
+def _kind_of(tag: str) -> int:
+    """What the walk needs to know of a tag (bits), by its name."""
+    if tag[0] == "-":
+        return _TEXT if tag == "-text" else _OTHER
+    return (
+        (_BLOCK if tag in BLOCK_TAGS else 0)
+        | (_LINK if tag in _LINK_TAGS else 0)
+        | (_SECTIONING if tag in _SECTIONING_TAGS else 0)
+        | (_HEADING if tag in _HEADING_TAGS else 0)
+        | (_PARAGRAPH if tag == "p" else 0)
+    )
+
+
+def _learn(node: Any, tag_id: int) -> int:
+    """The kind of a tag id not met before, kept when the id is a fixed one."""
+    kind = _kind_of(node.tag)
+    if tag_id < _FIXED_IDS:
+        _KINDS[tag_id] = kind
+    return kind
+
+
+#: lexbor tag id → :func:`_kind_of` its name, filled as tags are met. Only the fixed ids of
+#: the HTML tags lexbor knows (small integers) are kept: an unknown element's id is made per
+#: document and is never a block, link, section or heading.
+_KINDS: dict[int, int] = {}
+_FIXED_IDS = 1 << 16
