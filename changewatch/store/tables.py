@@ -265,7 +265,7 @@ page_snapshots = Table(
         nullable=True,
         comment="floor(2 * log2(change_rate)): rates within a factor 1.41 share a band",
     ),
-    # Chrome and outlinks, fingerprint version 4 (migration 0007).
+    # Chrome and outlinks, fingerprint version 4 (migration 0008).
     Column(
         "chrome_sha256",
         LargeBinary(32),

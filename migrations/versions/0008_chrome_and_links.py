@@ -9,8 +9,8 @@ four are NULL on rows written before (nothing is known to compare with; the next
 fills them). Columns are added with ``op.add_column`` only (no table rebuild: SQLite views
 depend on ``page_snapshots``).
 
-Revision ID: 0007
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-12-01
 """
 
@@ -23,8 +23,8 @@ from alembic import op
 
 from changewatch.store.tables import UTCDateTime
 
-revision: str = "0007"
-down_revision: str | None = "0006"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
