@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import signal
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -17,9 +18,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from changewatch.store import open_store
+from changewatch.store import create_engine, open_store
+from changewatch.store.migrate import upgrade
 
-__all__ = ["open_in_children", "open_killed_after", "open_then_die_after_statements"]
+__all__ = [
+    "open_in_children",
+    "open_killed_after",
+    "open_then_die_after_statements",
+    "upgrade_in_children",
+]
 
 TIMEOUT_S = 120
 
@@ -38,13 +45,19 @@ def _open(url: str, start: Event, out: Connection) -> None:
 
 def open_in_children(url: str, count: int) -> list[tuple[str, str]]:
     """``count`` forked processes open the store at ``url`` at once; their outcomes."""
+    return _in_children(_open, url, count)
+
+
+def _in_children(
+    target: Callable[[str, Event, Connection], None], url: str, count: int
+) -> list[tuple[str, str]]:
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
     pipes = []
     procs = []
     for _ in range(count):
         receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_open, args=(url, start, send))
+        proc = ctx.Process(target=target, args=(url, start, send))
         proc.start()
         send.close()
         pipes.append(receive)
@@ -109,3 +122,24 @@ def open_killed_after(url: str, delay_s: float) -> int:
     proc.join(TIMEOUT_S)
     assert proc.exitcode is not None, "the child did not finish"
     return proc.exitcode
+
+
+def _upgrade(url: str, start: Event, out: Connection) -> None:
+    engine = None
+    try:
+        start.wait(TIMEOUT_S)
+        engine = create_engine(url)
+        upgrade(engine)
+        out.send(("ok", ""))
+    except BaseException:
+        out.send(("error", traceback.format_exc()))
+    finally:
+        if engine is not None:
+            engine.dispose()
+        out.close()
+        os._exit(0)
+
+
+def upgrade_in_children(url: str, count: int) -> list[tuple[str, str]]:
+    """``count`` forked processes run ``upgrade`` on ``url`` at once; their outcomes."""
+    return _in_children(_upgrade, url, count)

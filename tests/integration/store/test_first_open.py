@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import signal
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from ._first_open_workers import (
     open_in_children,
     open_killed_after,
     open_then_die_after_statements,
+    upgrade_in_children,
 )
 
 OPENERS = 24
@@ -142,3 +144,24 @@ def test_tables_with_rows_but_no_revision_are_refused_untouched(tmp_path: Path) 
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM page_snapshots").fetchone() == (1,)
     conn.close()
+
+
+@pytest.mark.postgres
+def test_concurrent_upgrades_of_an_empty_postgres_database_all_succeed(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """8 processes upgrading one empty Postgres database at once: the advisory lock runs them
+    one after another, every one succeeds and the database is at head (before: all but one
+    failed on the duplicate alembic_version table)."""
+    url = make_pg_database(migrated=False)
+    outcomes = upgrade_in_children(url, 8)
+    failures = [detail for status, detail in outcomes if status != "ok"]
+    assert failures == [], failures[0]
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT version_num FROM alembic_version").all() == [
+                (head_revision(),)
+            ]
+    finally:
+        engine.dispose()
