@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SAWarning
+from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from changewatch.errors import ConfigError, SchemaOutOfDateError
 from changewatch.redact import redact_url
@@ -106,7 +106,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
     url = _url_of(engine)
     with translate_errors(url), _exclusive(engine) as conn:
-        if current_revision(conn) is None:
+        if engine.dialect.name == "sqlite" and current_revision(conn) is None:
             _clear_half_created(conn, url)
         try:
             command.upgrade(alembic_config(connection=conn), revision)
@@ -137,18 +137,22 @@ def _exclusive(engine: Engine) -> Iterator[Connection]:
         try:
             yield raw
         except BaseException:
-            raw.exec_driver_sql("ROLLBACK")
+            # SQLite may have rolled back already (a full disk, say): keep the first error.
+            with contextlib.suppress(SQLAlchemyError):
+                raw.exec_driver_sql("ROLLBACK")
             raise
         raw.exec_driver_sql("COMMIT")
 
 
 def _clear_half_created(conn: Connection, url: str) -> None:
-    """Drop the changewatch objects of a database that has no revision, if none holds a row.
+    """Drop the changewatch objects of a SQLite database that has no revision, if none holds
+    a row.
 
     Releases before the atomic first open committed each DDL statement of the schema's
     creation by itself: a process killed mid-way left some tables and no revision, which
-    every later open refused. Such a store never held data, so it is created again. Tables
-    of ours that hold rows without a revision were not made by these migrations: refused.
+    every later open refused (on Postgres the upgrade was always one transaction). Such a
+    store never held data, so it is created again. Tables of ours that hold rows without a
+    revision were not made by these migrations: refused.
     """
     names = {*metadata.tables, *VIEW_NAMES, "alembic_version"}
     inspector = sa.inspect(conn)
