@@ -12,11 +12,15 @@ same run: the work a decision cannot skip. Figures are medians of ``--repeats`` 
 µs per page, as a ratio to the floor and to the smallest batch (flat means linear).
 
     python benchmarks/batches.py [--quick] [--sizes 1000,10000,100000] [--repeats 3]
-        [--no-postgres] [--pg-url ADMIN_URL]  (or $CHANGEWATCH_BENCH_PG_URL)
+        [--no-postgres] [--pg-url ADMIN_URL]  (or $CHANGEWATCH_BENCH_PG_URL) [--without-gc]
+
+``--without-gc`` also times each batch with the cyclic garbage collector off during the
+call, beside the same batch with it on (how much of any growth is the collector's).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import statistics
@@ -117,13 +121,20 @@ def time_floor(pages: list[tuple[str, str]]) -> float:
     return time.perf_counter() - start
 
 
-def time_batch(url: str, pages: list[tuple[str, str]]) -> float:
+def time_batch(url: str, pages: list[tuple[str, str]], *, collect: bool = True) -> float:
+    """Seconds of one ``should_parse_many`` of ``pages[1:]`` (``collect=False``: with the
+    cyclic garbage collector off during the call)."""
     with ChangeWatch(database_url=url, seen_url="memory:") as watch:
         watch.should_parse_many(pages[:1])  # connect and warm the statement cache, untimed
         rest = pages[1:]
-        start = time.perf_counter()
-        decisions = watch.should_parse_many(rest)
-        elapsed = time.perf_counter() - start
+        if not collect:
+            gc.disable()
+        try:
+            start = time.perf_counter()
+            decisions = watch.should_parse_many(rest)
+            elapsed = time.perf_counter() - start
+        finally:
+            gc.enable()
     kinds = {d.kind for d in decisions}
     copies = sum(d.duplicate_of is not None for d in decisions)
     expected = sum(1 for i in range(1, len(pages)) if i % COPY_EVERY == COPY_EVERY - 1)
@@ -133,22 +144,26 @@ def time_batch(url: str, pages: list[tuple[str, str]]) -> float:
 
 
 def run(
-    backends: list[str], sizes: list[int], repeats: int, pg_admin: str
+    backends: list[str], sizes: list[int], repeats: int, pg_admin: str, *, without_gc: bool
 ) -> dict[tuple[str, int], tuple[list[float], list[float]]]:
-    """(backend, size) → (batch µs/page per pass, floor µs/page per pass)."""
+    """(backend, size) → (batch µs/page per pass, floor µs/page per pass); ``without_gc``
+    adds a "backend, gc off" run of each batch beside it."""
     figures: dict[tuple[str, int], tuple[list[float], list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(repeats):
             for size in sizes:
                 pages = make_pages(size + 1, seed=repeat * 1_000_003 + size)
                 for backend in backends:
-                    log(f"pass {repeat + 1}/{repeats}: {backend}, {size:,} pages")
-                    floor = time_floor(pages[1:])
-                    with fresh_store(backend, pg_admin, Path(tmp), f"b{repeat}_{size}") as url:
-                        batch = time_batch(url, pages)
-                    batches, floors = figures.setdefault((backend, size), ([], []))
-                    batches.append(batch / size * 1e6)
-                    floors.append(floor / size * 1e6)
+                    for collect in (True, False) if without_gc else (True,):
+                        label = backend if collect else f"{backend}, gc off"
+                        log(f"pass {repeat + 1}/{repeats}: {label}, {size:,} pages")
+                        floor = time_floor(pages[1:])
+                        tag = f"b{repeat}_{size}_{collect}"
+                        with fresh_store(backend, pg_admin, Path(tmp), tag) as url:
+                            batch = time_batch(url, pages, collect=collect)
+                        batches, floors = figures.setdefault((label, size), ([], []))
+                        batches.append(batch / size * 1e6)
+                        floors.append(floor / size * 1e6)
     return figures
 
 
@@ -177,12 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pg-url", default=os.environ.get("CHANGEWATCH_BENCH_PG_URL", PG_ADMIN))
     ap.add_argument("--no-postgres", action="store_true")
     ap.add_argument("--quick", action="store_true", help="batches of 100 and 1,000, one pass")
+    ap.add_argument(
+        "--without-gc",
+        action="store_true",
+        help="also time each batch with Python's cyclic garbage collector off",
+    )
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.quick:
         sizes, args.repeats = [100, 1000], 1
     backends = ["sqlite"] if args.no_postgres else ["sqlite", "postgres"]
-    figures = run(backends, sizes, args.repeats, args.pg_url)
+    figures = run(backends, sizes, args.repeats, args.pg_url, without_gc=args.without_gc)
     print(
         f"New pages, one should_parse_many call per batch on a fresh store, 1 in {COPY_EVERY} "
         f"a copy of an earlier page; median of {args.repeats} passes; floor = fingerprint() "
