@@ -6,7 +6,8 @@ schema is created on first use) or Postgres (whose schema must be current: run
 :class:`~changewatch.store.port.StorePort`; driver errors are translated in
 :mod:`changewatch.store.errors` only. One module per concern of SQL: ``tables`` (the schema),
 ``writes`` (the decision transaction), ``near``, ``history``, ``schedule``, ``texts``,
-``prune``, ``rates``, ``views``, ``partition``, ``reconcile``, ``migrate``.
+``prune``, ``rates``, ``views``, ``partition``, ``reconcile``, ``migrate``, ``memory`` (an
+in-memory SQLite database shared by threads).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from changewatch.errors import ConfigError
 from changewatch.store.errors import WriteConflict, redact, translate_errors
+from changewatch.store.memory import OneConnection, is_memory_url, memory_engine_arguments
 from changewatch.store.migrate import ensure_current
 from changewatch.store.port import StorePort, TransactionPort
 from changewatch.store.store import SnapshotStore
@@ -40,8 +42,15 @@ __all__ = [
 DEFAULT_SQLITE_BUSY_TIMEOUT_S = 30.0
 
 
-def create_engine(database_url: str) -> sa.Engine:
-    """An engine for a ``sqlite:`` or ``postgresql+psycopg:`` URL, tuned for the store."""
+def create_engine(
+    database_url: str, *, busy_timeout_s: float = DEFAULT_SQLITE_BUSY_TIMEOUT_S
+) -> sa.Engine:
+    """An engine for a ``sqlite:`` or ``postgresql+psycopg:`` URL, tuned for the store.
+
+    SQLite waits ``busy_timeout_s`` for another writer's lock; an in-memory SQLite database
+    is one connection that every thread shares, one at a time (:mod:`changewatch.store.
+    memory`), waiting as long for it.
+    """
     try:
         url = make_url(database_url)
     except ArgumentError as exc:
@@ -54,8 +63,11 @@ def create_engine(database_url: str) -> sa.Engine:
             f"database URL {redact(database_url)!r}: only sqlite and postgresql are supported"
         )
     kwargs: dict[str, Any] = {}
-    if backend == "sqlite":
-        kwargs["connect_args"] = {"timeout": DEFAULT_SQLITE_BUSY_TIMEOUT_S}
+    in_memory = backend == "sqlite" and is_memory_url(url)
+    if in_memory:
+        kwargs = memory_engine_arguments(busy_timeout_s)
+    elif backend == "sqlite":
+        kwargs["connect_args"] = {"timeout": busy_timeout_s}
     else:
         kwargs["pool_size"] = 4
         kwargs["max_overflow"] = 8
@@ -65,6 +77,8 @@ def create_engine(database_url: str) -> sa.Engine:
         raise ConfigError(f"database URL {redact(database_url)!r}: {exc}") from exc
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    if in_memory:
+        event.listen(engine, "connect", OneConnection())
     return engine
 
 
@@ -78,13 +92,19 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def open_store(database_url: str, *, auto_upgrade: bool | None = None) -> SnapshotStore:
+def open_store(
+    database_url: str,
+    *,
+    auto_upgrade: bool | None = None,
+    busy_timeout_s: float = DEFAULT_SQLITE_BUSY_TIMEOUT_S,
+) -> SnapshotStore:
     """Open the store, creating (SQLite) or checking (Postgres) its schema.
 
     ``auto_upgrade`` defaults to true on SQLite and false on Postgres, where a schema that
-    is behind raises :class:`~changewatch.errors.SchemaOutOfDateError`.
+    is behind raises :class:`~changewatch.errors.SchemaOutOfDateError`. ``busy_timeout_s``:
+    see :func:`create_engine`.
     """
-    engine = create_engine(database_url)
+    engine = create_engine(database_url, busy_timeout_s=busy_timeout_s)
     if auto_upgrade is None:
         auto_upgrade = engine.dialect.name == "sqlite"
     try:

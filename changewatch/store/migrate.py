@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import SAWarning
+from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
 from changewatch.errors import ConfigError, SchemaOutOfDateError
+from changewatch.redact import redact_url
 from changewatch.store.errors import translate_errors
-from changewatch.store.tables import simhash_band_index_names
+from changewatch.store.tables import metadata, simhash_band_index_names
+from changewatch.store.views import VIEW_NAMES
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -89,18 +91,92 @@ def database_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Run the migrations up to ``revision`` on ``engine``.
+    """Run the migrations up to ``revision`` on ``engine``, in one transaction, one upgrader
+    at a time.
 
+    SQLite: under ``BEGIN EXCLUSIVE`` (the driver would otherwise commit each DDL statement
+    by itself), so a process killed mid-way leaves the schema as it was, and other processes
+    wait (the busy timeout) and then find it current; a store an older release left
+    half-created is cleared first (:func:`_clear_half_created`). Postgres: the transaction
+    first takes an advisory lock, so concurrent upgraders run one after another.
     Driver errors become ``StoreError``; a revision Alembic does not know, ``ConfigError``.
     """
     from alembic import command
     from alembic.util import CommandError
 
-    with translate_errors(_url_of(engine)), engine.begin() as conn:
+    url = _url_of(engine)
+    with translate_errors(url), _exclusive(engine) as conn:
+        if engine.dialect.name == "sqlite" and current_revision(conn) is None:
+            _clear_half_created(conn, url)
         try:
             command.upgrade(alembic_config(connection=conn), revision)
         except CommandError as exc:
             raise ConfigError(f"cannot upgrade to revision {revision!r}: {exc}") from exc
+
+
+#: Key of the Postgres advisory lock that serialises upgraders (any fixed 64-bit number).
+UPGRADE_LOCK_KEY = 0x6368616E67657761  # "changewa"
+
+
+@contextlib.contextmanager
+def _exclusive(engine: Engine) -> Iterator[Connection]:
+    """A connection in a transaction that no other upgrader can run beside; committed on
+    success, rolled back on any exception."""
+    if engine.dialect.name != "sqlite":
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": UPGRADE_LOCK_KEY}
+                )
+            yield conn
+        return
+    with engine.connect() as conn:
+        # The driver's own transaction handling off: the explicit BEGIN EXCLUSIVE covers DDL.
+        raw = conn.execution_options(isolation_level="AUTOCOMMIT")
+        raw.exec_driver_sql("BEGIN EXCLUSIVE")
+        try:
+            yield raw
+        except BaseException:
+            # SQLite may have rolled back already (a full disk, say): keep the first error.
+            with contextlib.suppress(SQLAlchemyError):
+                raw.exec_driver_sql("ROLLBACK")
+            raise
+        raw.exec_driver_sql("COMMIT")
+
+
+def _clear_half_created(conn: Connection, url: str) -> None:
+    """Drop the changewatch objects of a SQLite database that has no revision, if none holds
+    a row.
+
+    Releases before the atomic first open committed each DDL statement of the schema's
+    creation by itself: a process killed mid-way left some tables and no revision, which
+    every later open refused (on Postgres the upgrade was always one transaction). Such a
+    store never held data, so it is created again. Tables of ours that hold rows without a
+    revision were not made by these migrations: refused.
+    """
+    names = {*metadata.tables, *VIEW_NAMES, "alembic_version"}
+    inspector = sa.inspect(conn)
+    tables = sorted(set(inspector.get_table_names()) & names)
+    views = sorted(set(inspector.get_view_names()) & names)
+    if not tables and not views:
+        return
+    quote = conn.dialect.identifier_preparer.quote
+    filled = [
+        t for t in tables if conn.execute(sa.text(f"SELECT 1 FROM {quote(t)} LIMIT 1")).first()
+    ]
+    if filled:
+        raise ConfigError(
+            f"database {redact_url(url)} has changewatch tables with rows ({', '.join(filled)}) "
+            "but no schema revision (alembic_version): it was not made by changewatch's "
+            "migrations. Stamp it with `alembic stamp` if its schema is known, or use another "
+            "database"
+        )
+    for view in views:
+        conn.execute(sa.text(f"DROP VIEW {quote(view)}"))
+    # Referencing tables first (metadata knows the order); any other name after them.
+    ordered = [t.name for t in reversed(metadata.sorted_tables) if t.name in tables]
+    for table in [*ordered, *(t for t in tables if t not in ordered)]:
+        conn.execute(sa.text(f"DROP TABLE {quote(table)}"))
 
 
 def _url_of(engine: Engine) -> str:

@@ -36,7 +36,6 @@ from changewatch.fingerprint.simhash64 import SIMHASH_BAND_BITS, SIMHASH_BANDS, 
 
 __all__ = [
     "COMMENTS",
-    "OLD_VERSION_COUNT_COMMENT",
     "SIMHASH_BANDS",
     "SIMHASH_BAND_BITS",
     "metadata",
@@ -65,7 +64,7 @@ NAMING_CONVENTION = {
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
-#: Column comments added or reworded by migration 0004 (which reads them from here).
+#: Column comments added or reworded by migration 0004 (which has its own frozen copy).
 COMMENTS = {
     "page_snapshots.first_seen": "first fetch of the page",
     "page_snapshots.last_seen": "latest fetch of the page",
@@ -84,8 +83,6 @@ COMMENTS = {
     "page_versions.reverted_to": "version_no of an earlier version of the page with the same "
     "content_sha256 (a flip-flop), else NULL",
 }
-#: The comment page_snapshots.version_count had before migration 0004.
-OLD_VERSION_COUNT_COMMENT = "number of page_versions rows of this page"
 
 
 def to_signed64(value: int) -> int:

@@ -1,9 +1,13 @@
-"""The analyst views of migration 0004, as SQL text for Postgres and SQLite.
+"""The analyst views as they are today, as SQL text for Postgres and SQLite.
 
 ``page_changes``, ``page_latest``, ``host_activity`` and ``page_flip_flops`` (documented,
 column by column, in ``docs/sql.md``). The views exist only in the database: SQLAlchemy's
-``metadata`` has the tables, so Alembic's drift check never sees them. Migration 0004 and the
-hash-partitioning of ``changewatch db upgrade --partitions`` both create them from here.
+``metadata`` has the tables, so Alembic's drift check never sees them. The migrations hold
+their own frozen copies of the SQL they ran (0004 created the views, 0006 widened
+``page_latest``); tests/integration/store/test_frozen_migrations.py checks that upgrading
+through every revision ends at exactly these views and comments. The hash-partitioning of
+``changewatch db upgrade --partitions`` creates them again from here. A change to a view
+here needs a migration that drops and recreates it with its own copy of the new SQL.
 
 Hashes are shown as lower-case hex text (what psql and BI tools can display and filter);
 times are the stored UTC timestamps. Relative windows ("last 7 days") are measured from the
@@ -13,13 +17,11 @@ database's clock (``now()`` / ``datetime('now')``) at query time.
 from __future__ import annotations
 
 __all__ = [
-    "SCHEDULE_COLUMNS",
     "VIEW_COMMENTS",
     "VIEW_NAMES",
     "comment_statements",
     "create_statements",
     "drop_statements",
-    "page_latest_statement",
 ]
 
 #: Created in this order, dropped in the reverse.
@@ -76,19 +78,7 @@ WHERE v.version_no > 1
 """
 
 
-#: Columns page_latest gained in migration 0006 (the recrawl-scheduling columns of 0005).
-SCHEDULE_COLUMNS = ("fetches_seeing_a_change", "changes_per_day", "due_at")
-
-
-def _page_latest(d: str, schedule: bool = True) -> str:
-    extra = (
-        """,
-    s.change_count AS fetches_seeing_a_change,
-    s.change_rate AS changes_per_day,
-    s.due_at AS due_at"""
-        if schedule
-        else ""
-    )
+def _page_latest(d: str) -> str:
     return f"""
 CREATE VIEW page_latest AS
 SELECT
@@ -108,7 +98,10 @@ SELECT
     s.text_length AS text_length,
     s.fingerprint_version AS fingerprint_version,
     s.etag AS etag,
-    s.last_modified AS last_modified{extra}
+    s.last_modified AS last_modified,
+    s.change_count AS fetches_seeing_a_change,
+    s.change_rate AS changes_per_day,
+    s.due_at AS due_at
 FROM page_snapshots s
 """
 
@@ -217,21 +210,10 @@ _BUILDERS = {
 }
 
 
-def create_statements(dialect: str, *, schedule: bool = True) -> list[str]:
+def create_statements(dialect: str) -> list[str]:
     """``CREATE VIEW`` for every view, in :data:`VIEW_NAMES` order (``dialect``: sqlite or
-    postgresql). ``schedule=False``: ``page_latest`` as migration 0004 made it, without
-    :data:`SCHEDULE_COLUMNS` (its columns did not exist before 0005)."""
-    return [
-        (
-            _page_latest(dialect, schedule) if name == "page_latest" else _BUILDERS[name](dialect)
-        ).strip()
-        for name in VIEW_NAMES
-    ]
-
-
-def page_latest_statement(dialect: str, *, schedule: bool = True) -> str:
-    """``CREATE VIEW page_latest`` alone (migration 0006 replaces it)."""
-    return _page_latest(dialect, schedule).strip()
+    postgresql)."""
+    return [_BUILDERS[name](dialect).strip() for name in VIEW_NAMES]
 
 
 def drop_statements() -> list[str]:
@@ -322,16 +304,12 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def comment_statements(*, schedule: bool = True, only: str | None = None) -> list[str]:
-    """``COMMENT ON VIEW`` / ``COMMENT ON COLUMN`` for every view, or the view ``only``
-    (Postgres only); ``schedule=False`` leaves out :data:`SCHEDULE_COLUMNS`."""
+def comment_statements() -> list[str]:
+    """``COMMENT ON VIEW`` / ``COMMENT ON COLUMN`` for every view and its columns (Postgres
+    only)."""
     out = []
     for view, comments in VIEW_COMMENTS.items():
-        if only is not None and view != only:
-            continue
         for column, text in comments.items():
-            if not schedule and view == "page_latest" and column in SCHEDULE_COLUMNS:
-                continue
             target = f"VIEW {view}" if not column else f"COLUMN {view}.{column}"
             out.append(f"COMMENT ON {target} IS {_quote(text)}")
     return out

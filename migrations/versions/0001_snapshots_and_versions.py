@@ -12,12 +12,15 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from changewatch.store.tables import SimHash64, UTCDateTime
-
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+# The column types as this revision created them (frozen: the live ``UTCDateTime`` and
+# ``SimHash64`` of changewatch.store.tables convert values in Python; their DDL is this).
+_UTC_DATETIME = sa.DateTime(timezone=True)
+_SIMHASH64 = sa.BigInteger()
 
 
 def upgrade() -> None:
@@ -65,18 +68,18 @@ def upgrade() -> None:
         ),
         sa.Column(
             "simhash",
-            SimHash64(),
+            _SIMHASH64,
             nullable=False,
             comment="64-bit SimHash of the normalised text, stored as signed BIGINT",
         ),
         sa.Column(
             "text_length", sa.Integer(), nullable=False, comment="characters of normalised text"
         ),
-        sa.Column("first_seen", UTCDateTime(), nullable=False),
-        sa.Column("last_seen", UTCDateTime(), nullable=False),
+        sa.Column("first_seen", _UTC_DATETIME, nullable=False),
+        sa.Column("last_seen", _UTC_DATETIME, nullable=False),
         sa.Column(
             "last_changed",
-            UTCDateTime(),
+            _UTC_DATETIME,
             nullable=False,
             comment="when the current version was first seen",
         ),
@@ -94,8 +97,13 @@ def upgrade() -> None:
         ),
         sa.Column("etag", sa.Text(), nullable=True),
         sa.Column("last_modified", sa.Text(), nullable=True),
-        sa.CheckConstraint("version_count >= 1", name="version_count_positive"),
-        sa.CheckConstraint("fetch_count >= version_count", name="fetches_cover_versions"),
+        sa.CheckConstraint(
+            "version_count >= 1", name=op.f("ck_page_snapshots_version_count_positive")
+        ),
+        sa.CheckConstraint(
+            "fetch_count >= version_count",
+            name=op.f("ck_page_snapshots_fetches_cover_versions"),
+        ),
         sa.PrimaryKeyConstraint("url_digest", name=op.f("pk_page_snapshots")),
         comment="One row per canonical URL: its current fingerprint and crawl counters.",
     )
@@ -125,20 +133,23 @@ def upgrade() -> None:
         ),
         sa.Column("raw_sha256", sa.LargeBinary(32), nullable=False),
         sa.Column("content_sha256", sa.LargeBinary(32), nullable=False),
-        sa.Column("simhash", SimHash64(), nullable=False),
+        sa.Column("simhash", _SIMHASH64, nullable=False),
         sa.Column("fingerprint_version", sa.SmallInteger(), nullable=False),
         sa.Column("text_length", sa.Integer(), nullable=False),
-        sa.Column("first_seen", UTCDateTime(), nullable=False),
+        sa.Column("first_seen", _UTC_DATETIME, nullable=False),
         sa.Column(
             "last_seen",
-            UTCDateTime(),
+            _UTC_DATETIME,
             nullable=False,
             comment="last fetch that saw this version; for the current version see "
             "page_snapshots.last_seen",
         ),
-        sa.CheckConstraint("kind IN ('new', 'changed', 'minor')", name="kind_known"),
         sa.CheckConstraint(
-            "distance IS NULL OR (distance >= 0 AND distance <= 64)", name="distance_range"
+            "kind IN ('new', 'changed', 'minor')", name=op.f("ck_page_versions_kind_known")
+        ),
+        sa.CheckConstraint(
+            "distance IS NULL OR (distance >= 0 AND distance <= 64)",
+            name=op.f("ck_page_versions_distance_range"),
         ),
         sa.ForeignKeyConstraint(
             ["url_digest"],

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from changewatch.store.tables import UTCDateTime
-
 revision: str = "0003"
 down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
@@ -23,6 +21,8 @@ depends_on: str | Sequence[str] | None = None
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY.
 _BIG_SERIAL = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+# The live UTCDateTime of changewatch.store.tables, as DDL (frozen here).
+_UTC_DATETIME = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
@@ -30,9 +30,9 @@ def upgrade() -> None:
     op.create_table(
         "reconcile_runs",
         sa.Column("id", _BIG_SERIAL, autoincrement=True, nullable=False),
-        sa.Column("started_at", UTCDateTime(), nullable=False),
+        sa.Column("started_at", _UTC_DATETIME, nullable=False),
         sa.Column(
-            "finished_at", UTCDateTime(), nullable=True, comment="NULL while the run is going on"
+            "finished_at", _UTC_DATETIME, nullable=True, comment="NULL while the run is going on"
         ),
         sa.Column(
             "status",
@@ -99,11 +99,11 @@ def upgrade() -> None:
         ),
         sa.Column("kind", sa.String(8), nullable=False, comment="missing, stale or vanished"),
         sa.Column(
-            "sitemap_lastmod", UTCDateTime(), nullable=True, comment="the entry's lastmod, if any"
+            "sitemap_lastmod", _UTC_DATETIME, nullable=True, comment="the entry's lastmod, if any"
         ),
         sa.Column(
             "stored_last_seen",
-            UTCDateTime(),
+            _UTC_DATETIME,
             nullable=True,
             comment="page_snapshots.last_seen when the run looked (NULL for missing)",
         ),

@@ -18,20 +18,50 @@ Create Date: 2026-11-30
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
-from changewatch.schedule import DUE_PROBABILITY
-from changewatch.store.rates import AddDays, band_expr, rate_expr
-from changewatch.store.tables import UTCDateTime
-
 revision: str = "0005"
 down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+# The live UTCDateTime of changewatch.store.tables, as DDL (frozen here).
+_UTC_DATETIME = sa.DateTime(timezone=True)
+
+# The back-fill, frozen as this revision ran it. The estimate is changewatch.schedule's at
+# this revision: n = fetch_count - 1 intervals, x = change_count changes (0.5 if none, at
+# most n), over the days from first_seen to last_seen,
+#     rate = -ln((n - x + 0.5) / (n + 0.5)) * n / days      (1.0 while n or days is 0);
+# due_at = last_seen + ln 2 / rate days (a change more likely than not: P = 0.5);
+# rate_band = floor(2 * log2(rate)), clamped to -40..40.
+_DAYS = {
+    "sqlite": "(julianday(last_seen) - julianday(first_seen))",
+    "postgresql": "(CAST(EXTRACT(EPOCH FROM (last_seen - first_seen)) AS FLOAT) / 86400.0)",
+}
+_N = "CAST(fetch_count - 1 AS FLOAT)"
+_X = (
+    "CASE WHEN change_count <= 0 THEN 0.5 "
+    f"WHEN change_count > fetch_count - 1 THEN {_N} "
+    "ELSE CAST(change_count AS FLOAT) END"
+)
+_RATE = (
+    "UPDATE page_snapshots SET change_rate = CASE "
+    "WHEN fetch_count - 1 <= 0 OR {days} <= 0 THEN 1.0 "
+    f"ELSE -ln(({_N} - ({_X}) + 0.5) / ({_N} + 0.5)) * {_N} / {{days}} END"
+)
+_DUE_AT = {
+    "sqlite": "strftime('%Y-%m-%d %H:%M:%f', julianday(last_seen) + "
+    "0.6931471805599453 / change_rate) || '000'",
+    "postgresql": "last_seen + (0.6931471805599453 / change_rate) * INTERVAL '1 day'",
+}
+_BAND = "floor(2.0 * ln(change_rate) / ln(2.0))"
+_DUE_AND_BAND = (
+    "UPDATE page_snapshots SET due_at = {due_at}, rate_band = CAST(CASE "
+    f"WHEN {_BAND} < -40 THEN -40 WHEN {_BAND} > 40 THEN 40 ELSE {_BAND} END AS SMALLINT)"
+)
 
 
 def upgrade() -> None:
@@ -59,7 +89,7 @@ def upgrade() -> None:
         "page_snapshots",
         sa.Column(
             "due_at",
-            UTCDateTime(),
+            _UTC_DATETIME,
             nullable=True,
             comment="when the probability of a change since last_seen reaches 0.5",
         ),
@@ -73,23 +103,10 @@ def upgrade() -> None:
             comment="floor(2 * log2(change_rate)): rates within a factor 1.41 share a band",
         ),
     )
-    snap = sa.table(
-        "page_snapshots",
-        sa.column("version_count", sa.Integer()),
-        sa.column("fetch_count", sa.BigInteger()),
-        sa.column("change_count", sa.Integer()),
-        sa.column("change_rate", sa.Float()),
-        sa.column("due_at", UTCDateTime()),
-        sa.column("rate_band", sa.SmallInteger()),
-        sa.column("first_seen", UTCDateTime()),
-        sa.column("last_seen", UTCDateTime()),
-    )
-    op.execute(snap.update().values(change_count=snap.c.version_count - 1))
-    c = snap.c
-    rate = rate_expr(c.fetch_count - 1, c.change_count, c.first_seen, c.last_seen)
-    op.execute(snap.update().values(change_rate=rate))
-    due = AddDays(snap.c.last_seen, sa.literal(-math.log1p(-DUE_PROBABILITY)) / snap.c.change_rate)
-    op.execute(snap.update().values(due_at=due, rate_band=band_expr(c.change_rate)))
+    dialect = op.get_bind().dialect.name
+    op.execute("UPDATE page_snapshots SET change_count = version_count - 1")
+    op.execute(_RATE.format(days=_DAYS[dialect]))
+    op.execute(_DUE_AND_BAND.format(due_at=_DUE_AT[dialect]))
     op.create_index(
         "ix_page_snapshots_rate_band_last_seen", "page_snapshots", ["rate_band", "last_seen"]
     )
@@ -117,7 +134,7 @@ def upgrade() -> None:
             nullable=False,
             comment="normalisation rules that made the text",
         ),
-        sa.Column("first_stored", UTCDateTime(), nullable=False),
+        sa.Column("first_stored", _UTC_DATETIME, nullable=False),
         sa.PrimaryKeyConstraint("content_sha256", name=op.f("pk_page_texts")),
         comment="Normalised page texts, kept once per content hash when store_text is on.",
     )

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from changewatch.store.tables import UTCDateTime
-
 revision: str = "0008"
 down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+# The live UTCDateTime of changewatch.store.tables, as DDL (frozen here).
+_UTC_DATETIME = sa.DateTime(timezone=True)
 
 _COLUMNS = (
     (
@@ -41,10 +42,10 @@ _COLUMNS = (
     ),
     (
         "chrome_changed_at",
-        UTCDateTime(),
+        _UTC_DATETIME,
         "when a fetch last saw the chrome change (the content may not have)",
     ),
-    ("links_changed_at", UTCDateTime(), "when a fetch last saw the set of outlinks change"),
+    ("links_changed_at", _UTC_DATETIME, "when a fetch last saw the set of outlinks change"),
 )
 
 
