@@ -12,6 +12,13 @@ bands), so a search that cannot promise every match is refused: ``max_distance``
 :data:`~changewatch.decide.MAX_NEAR_DISTANCE` raises ``ValueError``
 (:func:`changewatch.decide.check_near_distance`) rather than silently missing pages; the
 exact distances are computed by :func:`changewatch.decide.nearest`.
+
+A new page's copies (``duplicate_of``) are read exact first: the stored holders of its
+content hash in URL-digest order through the ``(content_sha256, url_digest)`` index
+(migration 0010) with a ``LIMIT`` (:func:`read_holders`), and the bands only for pages whose
+content may have no holder left (:func:`read_copies`) — so a content shared by 100,000
+stored pages costs one short index range read, not a read of every copy. A page near, but
+not equal to, a large cluster still reads every row of the cluster that shares its bands.
 """
 
 from __future__ import annotations
