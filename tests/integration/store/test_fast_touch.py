@@ -66,26 +66,26 @@ def test_a_failing_driver_path_raises_store_error_and_recovers(watch: ChangeWatc
 
 @pytest.mark.postgres
 def test_a_dropped_connection_is_retryable_and_replaced(
-    make_watch: Callable[..., ChangeWatch], make_pg_database: Callable[..., str]
+    make_pg_database: Callable[..., str],
 ) -> None:
     """A server-side kill of the pooled connection: a retryable StoreError, then the next
     call gets a new connection (the dead one was invalidated, not put back in the pool)."""
     url = make_pg_database()
-    watch = make_watch(database_url=url)
-    watch.should_parse(URLS[0], long_page())
     killer = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    try:
-        with killer.connect() as conn:
-            conn.execute(
-                sa.text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                )
-            )
-    finally:
-        killer.dispose()
-    with pytest.raises(StoreError) as info:
+    with ChangeWatch(database_url=url, seen_url="memory:") as watch:
         watch.should_parse(URLS[0], long_page())
-    assert info.value.retryable
-    d = watch.should_parse(URLS[0], long_page())
-    assert (d.kind, d.path) == ("unchanged", "raw")
+        try:
+            with killer.connect() as conn:
+                conn.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    )
+                )
+        finally:
+            killer.dispose()
+        with pytest.raises(StoreError) as info:
+            watch.should_parse(URLS[0], long_page())
+        assert info.value.retryable
+        d = watch.should_parse(URLS[0], long_page())
+        assert (d.kind, d.path) == ("unchanged", "raw")
