@@ -13,7 +13,8 @@ batches of ``--batch`` to an empty key, and reports the median of ``--repeats`` 
 
 ``…, str URLs`` feeds the Bloom filter ``str`` URLs (their formatting is outside the timing,
 canonicalising and digesting inside), and a final row times ``url_digest`` alone.
-Keys are deleted after each pass. Prints a markdown table.
+Keys are deleted after each pass; before that, their ``MEMORY USAGE`` (summed over the keys
+of the pass, with all samples) gives the bytes per URL. Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ def _digests(n: int, salt: str) -> list[bytes]:
 def _delete(client: redis.Redis, prefix: str) -> None:
     for key in client.scan_iter(match=f"{prefix}*", count=1000):
         client.delete(key)
+
+
+def _memory(client: redis.Redis, prefix: str) -> int:
+    """Bytes Redis holds for the keys of one pass (``MEMORY USAGE … SAMPLES 0``: exact)."""
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    return sum(int(client.memory_usage(key, samples=0) or 0) for key in keys)
 
 
 def _changewatch(base: str, query: str) -> Runner:
@@ -98,10 +105,10 @@ def main() -> None:
         ("redis-py SADD pipeline (peer)", list, _plain_sadd(args.redis)),
     ]
     print(f"{args.urls:,} URL digests, batches of {args.batch:,}, median of {args.repeats}\n")
-    print("| backend | URLs/s | seconds | new |")
-    print("|---|---:|---:|---:|")
+    print("| backend | URLs/s | seconds | new | bytes/URL |")
+    print("|---|---:|---:|---:|---:|")
     for name, prepare, run in rows:
-        timings, news = [], []
+        timings, news, memory = [], [], []
         for repeat in range(args.repeats):
             items = prepare(_digests(args.urls, f"{name}:{repeat}"))
             prefix = f"cwbench:{uuid.uuid4().hex[:12]}"
@@ -109,17 +116,19 @@ def main() -> None:
                 started = time.perf_counter()
                 news.append(run(items, args.batch, prefix))
                 timings.append(time.perf_counter() - started)
+                memory.append(_memory(plain, prefix))
             finally:
                 _delete(plain, prefix)
         seconds = statistics.median(timings)
         new = int(statistics.median(news))
-        print(f"| {name} | {args.urls / seconds:,.0f} | {seconds:.2f} | {new:,} |")
+        per_url = statistics.median(memory) / args.urls
+        print(f"| {name} | {args.urls / seconds:,.0f} | {seconds:.2f} | {new:,} | {per_url:.1f} |")
     urls = [f"https://Example.com/path/{i}?b=2&a=1#frag" for i in range(min(args.urls, 200_000))]
     started = time.perf_counter()
     for url in urls:
         url_digest(url)
     rate = len(urls) / (time.perf_counter() - started)
-    print(f"| url_digest of str URLs (client CPU only) | {rate:,.0f} | — | — |")
+    print(f"| url_digest of str URLs (client CPU only) | {rate:,.0f} | — | — | — |")
     plain.close()
 
 

@@ -290,28 +290,36 @@ def _with_duplicates(
 ) -> list[Decision]:
     """Fill ``duplicate_of`` for new pages as one-by-one calls would.
 
-    One statement reads the exact and near copies of the new pages (pages without text —
-    empty, or binary — have no meaningful SimHash: only exact copies are looked up for
-    them, which also keeps their shared SimHash from matching every such page). The
-    candidates are the stored rows as they were before the batch, updated with the pages
-    decided earlier in the batch (:class:`~changewatch.decide.DuplicatePool`). One gap
-    remains: if the smallest-digest holder of a content changed earlier in the batch, the
-    next holder is only known when it is also a band candidate.
+    Exact copies first: for each new content hash, the stored holders with the smallest
+    URL digests — one more than the stored pages this batch moves to another content, so
+    the smallest holder left when a page is decided is among those read — in bounded index
+    reads, however many pages share the content (a cluster of soft 404s). Only the pages
+    with text whose content may have no holder left need near copies: the stored pages
+    sharing a SimHash band with them (pages without text — empty, or binary — have no
+    meaningful SimHash and are only matched exactly). The candidates are the stored rows as
+    they were before the batch, updated with the pages decided earlier in the batch
+    (:class:`~changewatch.decide.DuplicatePool`).
     """
-    near = tx.near_candidates(
-        [n.fp.simhash for n in new if n.fp.text_length > 0],
-        [n.fp.content_sha256 for n in new],
+    moving = sum(1 for d in decisions if d.kind != "new" and _replaces(d))
+    candidates = tx.copy_candidates(
+        [(n.fp.content_sha256, n.fp.simhash if n.fp.text_length > 0 else None) for n in new],
+        moving + 1,
     )
     textless = {n.url_digest for n in new if n.fp.text_length == 0}
-    pool = DuplicatePool(near, rules.minor_distance)
+    pool = DuplicatePool(candidates, rules.minor_distance)
     out = []
     for d in decisions:
         if d.kind == "new":
             other = pool.duplicate_of(d, textless=d.url_digest in textless)
             if other is not None:
                 d = dataclasses.replace(d, duplicate_of=other)
-        if d.kind != "unchanged" or d.path == "refingerprint":
+        if _replaces(d):
             name = stored_url(d.url, rules.url_policy) or d.url_digest.hex()
             pool.replace(d.url_digest, name, d.simhash, d.content_sha256)
         out.append(d)
     return out
+
+
+def _replaces(decision: Decision) -> bool:
+    """Whether the decision gives its page a new content hash or SimHash in the store."""
+    return decision.kind != "unchanged" or decision.path == "refingerprint"

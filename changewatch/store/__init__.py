@@ -5,9 +5,10 @@ schema is created on first use) or Postgres (whose schema must be current: run
 ``changewatch db upgrade``). The orchestration talks to it through
 :class:`~changewatch.store.port.StorePort`; driver errors are translated in
 :mod:`changewatch.store.errors` only. One module per concern of SQL: ``tables`` (the schema),
-``writes`` (the decision transaction), ``near``, ``history``, ``schedule``, ``texts``,
-``prune``, ``rates``, ``views``, ``partition``, ``reconcile``, ``migrate``, ``memory`` (an
-in-memory SQLite database shared by threads).
+``writes`` (the decision transaction), ``fasttouch`` (its one-statement fast path),
+``near``, ``history``, ``schedule``, ``texts``, ``prune``, ``rates``, ``views``,
+``partition``, ``reconcile``, ``migrate``, ``memory`` (an in-memory SQLite database shared
+by threads).
 """
 
 from __future__ import annotations

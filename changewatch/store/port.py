@@ -39,11 +39,17 @@ class TransactionPort(Protocol):
         """The stored snapshots of these pages (locked for the transaction where possible)."""
         ...
 
-    def near_candidates(
-        self, simhashes: Sequence[int], contents: Sequence[bytes] = ()
+    def near_candidates(self, simhashes: Sequence[int]) -> list[NearCandidate]:
+        """Stored pages sharing a SimHash band with any of ``simhashes``."""
+        ...
+
+    def copy_candidates(
+        self, pages: Sequence[tuple[bytes, int | None]], per_content: int = 1
     ) -> list[NearCandidate]:
-        """Stored pages sharing a SimHash band with any of ``simhashes``, and for each of
-        ``contents`` the page holding it with the smallest URL digest."""
+        """For new pages ``(content hash, SimHash or None)``: each content's
+        ``per_content`` holders with the smallest URL digests, and the pages sharing a
+        SimHash band with those whose content has fewer holders (bounded by the holders
+        read, not by how many pages share a content)."""
         ...
 
     def recent_contents(

@@ -22,6 +22,7 @@ from changewatch.decide import DEFAULT_NEAR_LIMIT, check_near_distance, check_si
 from changewatch.schedule import DuePage
 from changewatch.store import schedule as schedule_sql
 from changewatch.store.errors import translate_errors
+from changewatch.store.fasttouch import FastTouch
 from changewatch.store.near import read_candidates
 from changewatch.store.prune import DEFAULT_PRUNE_BATCH, prune_versions
 from changewatch.store.tables import page_snapshots, page_versions
@@ -42,6 +43,7 @@ class SnapshotStore:
         self.engine = engine
         self.database_url = database_url
         self.dialect = engine.dialect.name
+        self._fast_touch = FastTouch(engine)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[StoreTransaction]:
@@ -74,7 +76,12 @@ class SnapshotStore:
         Counts the fetch only if the stored raw hash and fingerprint version still equal the
         page's, and returns what the decision needs; ``None``, having written nothing, if not.
         """
-        params = {
+        fast = self._fast_touch
+        if fast.usable():  # on the driver's cursor (changewatch.store.fasttouch)
+            params = fast.params(digest, raw_sha256, fingerprint_version, now, etag, last_modified)
+            with translate_errors(self.database_url):
+                return fast.run(params)
+        named = {
             "digest": digest,
             "raw": raw_sha256,
             "fpv": fingerprint_version,
@@ -83,7 +90,7 @@ class SnapshotStore:
             "lm": last_modified,
         }
         with self._autocommit() as conn:
-            row = conn.execute(FAST_TOUCH, params).first()
+            row = conn.execute(FAST_TOUCH, named).first()
         return None if row is None else RawHit(bytes(row[0]), row[1], row[2])
 
     def touch_not_modified(

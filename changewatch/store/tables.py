@@ -291,7 +291,12 @@ page_snapshots = Table(
     CheckConstraint("fetch_count >= version_count", name="fetches_cover_versions"),
     comment="One row per canonical URL: its current fingerprint and crawl counters.",
 )
-Index("ix_page_snapshots_content_sha256", page_snapshots.c.content_sha256)
+# A content's holders in URL-digest order: duplicate_of reads the first (migration 0010).
+Index(
+    "ix_page_snapshots_content_sha256_url_digest",
+    page_snapshots.c.content_sha256,
+    page_snapshots.c.url_digest,
+)
 Index("ix_page_snapshots_host", page_snapshots.c.host)
 # due(): per rate band, the pages fetched longest ago, for all hosts or one (migration 0005).
 Index(

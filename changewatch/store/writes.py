@@ -29,9 +29,9 @@ from changewatch.fingerprint import Fingerprint
 from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days, rate_band
 from changewatch.store.errors import WriteConflict, translate_errors
 from changewatch.store.history import recent_contents
-from changewatch.store.near import read_candidates
+from changewatch.store.near import read_candidates, read_copies
 from changewatch.store.rates import schedule_values
-from changewatch.store.tables import UTCDateTime, page_snapshots, page_versions
+from changewatch.store.tables import SIMHASH_BANDS, UTCDateTime, page_snapshots, page_versions
 from changewatch.store.texts import write_texts
 from changewatch.values import Change, NearCandidate, NewPage, PageText, Snapshot, Touch
 
@@ -124,21 +124,27 @@ class StoreTransaction:
                     )
         return found
 
-    def near_candidates(
-        self, simhashes: Sequence[int], contents: Sequence[bytes] = ()
-    ) -> list[NearCandidate]:
-        """Stored pages sharing a SimHash band with any of ``simhashes``, plus the page with
-        the smallest URL digest for each content hash in ``contents`` (one statement)."""
+    def near_candidates(self, simhashes: Sequence[int]) -> list[NearCandidate]:
+        """Stored pages sharing a SimHash band with any of ``simhashes`` (one statement per
+        chunk: a SimHash binds one key per band, a quarter of the keys per statement)."""
         found: dict[bytes, NearCandidate] = {}
-        values, wanted = list(simhashes), sorted(set(contents))
-        # A SimHash binds one key per band: a quarter of the keys per statement.
-        steps = max(len(values) * 4, len(wanted)) // MAX_KEYS_PER_STATEMENT + 1
-        size_v, size_w = -(-len(values) // steps) or 1, -(-len(wanted) // steps) or 1
         with translate_errors(self._database_url):
-            for step in range(steps):
-                part_v = values[step * size_v : (step + 1) * size_v]
-                part_w = wanted[step * size_w : (step + 1) * size_w]
-                for c in read_candidates(self._conn, part_v, part_w):
+            for part in chunks(simhashes, MAX_KEYS_PER_STATEMENT // SIMHASH_BANDS):
+                for c in read_candidates(self._conn, part):
+                    found.setdefault(c.url_digest, c)
+        return list(found.values())
+
+    def copy_candidates(
+        self, pages: Sequence[tuple[bytes, int | None]], per_content: int = 1
+    ) -> list[NearCandidate]:
+        """The exact and near copies of new pages, each ``(content hash, SimHash or None)``:
+        each content's ``per_content`` holders with the smallest URL digests, and the band
+        candidates of the pages whose content has fewer holders than that (bounded reads,
+        however many pages share a content: :func:`~changewatch.store.near.read_copies`)."""
+        found: dict[bytes, NearCandidate] = {}
+        with translate_errors(self._database_url):
+            for part in chunks(pages, MAX_KEYS_PER_STATEMENT // SIMHASH_BANDS):
+                for c in read_copies(self._conn, part, per_content):
                     found.setdefault(c.url_digest, c)
         return list(found.values())
 

@@ -53,7 +53,9 @@ def test_lookups_of_any_size_stay_within_the_parameter_limit(database_url: str) 
         simhashes = [int.from_bytes(os.urandom(8), "big") for _ in range(70_000)]
         with store.transaction() as tx:
             assert tx.lookup(digests) == {}
-            assert tx.near_candidates(simhashes, [os.urandom(32) for _ in range(70_000)]) == []
+            assert tx.near_candidates(simhashes) == []
+            pages = [(os.urandom(32), v) for v in simhashes]
+            assert tx.copy_candidates(pages, 3) == []
             assert tx.recent_contents(digests, 10, 4) == {}
     finally:
         store.close()

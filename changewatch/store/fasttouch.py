@@ -1,0 +1,150 @@
+"""The unchanged re-fetch of one page on the driver's own cursor: the hot path of a crawl.
+
+``should_parse`` of a page with the stored bytes is one autocommitted ``UPDATE … RETURNING``
+(:data:`~changewatch.store.writes.FAST_TOUCH`). Run through SQLAlchemy it costs more on the
+client than the round trip itself: an execution context per call, and on Postgres psycopg
+re-parsing the statement's placeholders every time (it caches that only for statements of
+under 4,096 characters; the change-rate arithmetic makes this one 5,000). So the statement
+is compiled once per engine into the driver's own SQL — ``$1 …`` for psycopg's
+``RawCursor``, which needs no placeholder conversion and is prepared on the server
+(``prepare=True``), ``?`` for sqlite3 — with the constant binds and the bind processors
+(UTC timestamps, SQLite's datetime text) resolved up front, and run on the pooled
+connection's driver connection, autocommitted for the one statement.
+
+Driver errors are raised as SQLAlchemy's ``DBAPIError`` (so
+:func:`~changewatch.store.errors.translate_errors` treats them as any other) and a
+connection the dialect finds disconnected is invalidated, as SQLAlchemy would. An engine
+with ``before_cursor_execute``/``after_cursor_execute`` listeners (SQL logging, tracing) or
+``echo`` keeps the SQLAlchemy path, so they still see every statement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from changewatch.store.tables import to_unsigned64
+from changewatch.store.writes import FAST_TOUCH
+from changewatch.values import RawHit
+
+__all__ = ["FastTouch"]
+
+# The binds the caller gives; every other bind of FAST_TOUCH is a constant of the statement.
+_ARGUMENTS = ("digest", "raw", "fpv", "now", "etag", "lm")
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+class FastTouch:
+    """FAST_TOUCH compiled once for one engine, run on the driver's cursor."""
+
+    def __init__(self, engine: Engine) -> None:
+        dialect = engine.dialect
+        compiled = FAST_TOUCH.compile(dialect=dialect)
+        self._engine = engine
+        self._postgres = dialect.name == "postgresql"
+        if self._postgres:
+            order: dict[str, int] = {}
+
+            def number(match: re.Match[str]) -> str:
+                return f"${order.setdefault(match.group(1), len(order) + 1)}"
+
+            self.sql = _NAMED.sub(number, str(compiled))
+            names = list(order)
+        else:
+            self.sql = str(compiled)
+            names = list(compiled.positiontup or ())
+        # Each argument is processed once per call, then placed wherever the SQL names it
+        # (sqlite3's "?" repeats "now" at every use).
+        self._processors: list[Callable[[Any], Any] | None] = [None] * len(_ARGUMENTS)
+        self._places: list[tuple[int, int]] = []  # (position, argument)
+        self._template: list[Any] = []
+        for position, name in enumerate(names):
+            bind = compiled.binds[name]
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if name in _ARGUMENTS:
+                argument = _ARGUMENTS.index(name)
+                self._processors[argument] = process
+                self._places.append((position, argument))
+                self._template.append(None)
+            else:
+                value = bind.effective_value
+                self._template.append(process(value) if process is not None else value)
+        self._error = engine.dialect.loaded_dbapi.Error
+        self._raw_cursor: Any = None
+        if self._postgres:
+            import psycopg  # the engine's driver, loaded with it already
+
+            # RawCursor ($n placeholders, no conversion) is psycopg 3.2's; before it, none.
+            self._raw_cursor = getattr(psycopg, "RawCursor", None)
+        self._available = self._raw_cursor is not None or not self._postgres
+
+    def usable(self) -> bool:
+        """Whether the driver path may run: no statement listeners and no ``echo`` on the
+        engine (checked on every call: listeners can be added at any time), and a psycopg
+        with ``RawCursor``."""
+        engine, dispatch = self._engine, self._engine.dispatch
+        if engine.echo or dispatch.before_cursor_execute or dispatch.after_cursor_execute:
+            return False
+        return self._available
+
+    def params(
+        self,
+        digest: bytes,
+        raw: bytes,
+        fpv: int,
+        now: datetime,
+        etag: str | None,
+        lm: str | None,
+    ) -> list[Any]:
+        """The statement's positional parameters, processed as SQLAlchemy would."""
+        given = [
+            value if process is None or value is None else process(value)
+            for value, process in zip(
+                (digest, raw, fpv, now, etag, lm), self._processors, strict=True
+            )
+        ]
+        out = list(self._template)
+        for position, argument in self._places:
+            out[position] = given[argument]
+        return out
+
+    def run(self, params: list[Any]) -> RawHit | None:
+        """Run the touch on a pooled driver connection in autocommit; the stored
+        ``(content_sha256, simhash, version_count)`` if the row matched, else ``None``."""
+        fairy = self._engine.raw_connection()
+        try:
+            row = self._execute(fairy.driver_connection, params)
+        except self._error as exc:
+            dialect = self._engine.dialect
+            gone = dialect.is_disconnect(exc, fairy.dbapi_connection, None)
+            if gone:
+                fairy.invalidate(exc)
+            raise sa.exc.DBAPIError.instance(
+                self.sql, params, exc, self._error, connection_invalidated=gone, dialect=dialect
+            ) from exc
+        finally:
+            fairy.close()
+        if row is None:
+            return None
+        return RawHit(bytes(row[0]), to_unsigned64(row[1]), row[2])
+
+    def _execute(self, driver: Any, params: list[Any]) -> Any:
+        if self._postgres:
+            autocommit = driver.autocommit
+            driver.autocommit = True
+            try:
+                with self._raw_cursor(driver) as cursor:
+                    return cursor.execute(self.sql, params, prepare=True).fetchone()
+            finally:
+                driver.autocommit = autocommit
+        level = driver.isolation_level
+        driver.isolation_level = None  # sqlite3: autocommit
+        try:
+            return driver.execute(self.sql, params).fetchone()
+        finally:
+            driver.isolation_level = level
