@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from selectolax.lexbor import LexborHTMLParser
+
 from changewatch.fingerprint.blocks import (
     BLOCK_TAGS,
     CHROME,
@@ -251,15 +253,34 @@ def _kind_of(tag: str) -> int:
 
 
 def _learn(node: Any, tag_id: int) -> int:
-    """The kind of a tag id not met before, kept when the id is a fixed one."""
+    """The kind of a tag id not in :data:`_KINDS` (an element of a tag the walk does not tell
+    apart, a comment, or an element whose id lexbor made for this document), kept when the
+    id is a fixed one."""
     kind = _kind_of(node.tag)
     if tag_id < _FIXED_IDS:
         _KINDS[tag_id] = kind
     return kind
 
 
-#: lexbor tag id → :func:`_kind_of` its name, filled as tags are met. Only the fixed ids of
-#: the HTML tags lexbor knows (small integers) are kept: an unknown element's id is made per
-#: document and is never a block, link, section or heading.
-_KINDS: dict[int, int] = {}
+def _fixed_kinds() -> dict[int, int]:
+    """lexbor's fixed tag id → :func:`_kind_of` its name, for every tag the walk tells apart
+    and for text nodes. Filled before any page is read: a table filled as tags were met made
+    the walk depend on the pages read before (a ``p`` whose links were read by
+    :func:`_whole_paragraph` before any ``a`` outside a ``p`` lost its links)."""
+    names = BLOCK_TAGS | _LINK_TAGS | _SECTIONING_TAGS | _HEADING_TAGS
+    document = LexborHTMLParser("<p>x</p>")
+    kinds = {document.create_node(name).tag_id: _kind_of(name) for name in names}
+    text = document.css_first("p")
+    if text is None or text.child is None:  # pragma: no cover - lexbor always parses it
+        raise RuntimeError("lexbor did not parse <p>x</p>")
+    kinds[text.child.tag_id] = _TEXT
+    if max(kinds) >= _FIXED_IDS:  # pragma: no cover - lexbor knows every one of these tags
+        raise RuntimeError("a tag the walk tells apart has no fixed lexbor id")
+    return kinds
+
+
+#: Only the fixed ids of the HTML tags lexbor knows (small integers) are kept: an unknown
+#: element's id is made per document and is never a block, link, section or heading.
 _FIXED_IDS = 1 << 16
+#: lexbor tag id → :func:`_kind_of` its name (others are added as met, by :func:`_learn`).
+_KINDS: dict[int, int] = _fixed_kinds()
