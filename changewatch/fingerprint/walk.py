@@ -29,7 +29,7 @@ __all__ = ["segment"]
 
 # What the walk tells apart, as bits of the kind of a lexbor tag id (_kind_of).
 _BLOCK, _LINK, _SECTIONING, _HEADING, _PARAGRAPH = 1, 2, 4, 8, 64
-_TEXT, _OTHER = 16, 32
+_TEXT = 16
 _SECTIONING_TAGS = frozenset({"article", "aside", "main", "nav", "section"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LINK_TAGS = frozenset({"a", "area"})
@@ -47,56 +47,65 @@ def segment(
     ``area`` met is appended to ``hrefs``. A heading's link to a fragment of the page (its
     own anchor) and ``mailto:``/``tel:`` links are not link text. Comments are skipped; the
     caller has removed invisible elements.
+
+    The loop handles what most nodes are — text, and inline elements that open nothing — by
+    itself; an element that opens a block, a link, a section, a heading or a region goes to
+    :meth:`_Walk.open`, and its end to :meth:`_Walk.close`.
     """
     walk = _Walk(root.tag or "", main_ids, chrome_ids, [] if hrefs is None else hrefs)
     kinds = _KINDS
+    text_id = _TEXT_ID
+    markers = walk.markers
     stack = walk.stack
     buffer = walk.buffer
     node = root.child
     while node is not None:
         tag_id = node.tag_id
-        kind = kinds.get(tag_id, -1)
-        if kind < 0:
-            kind = _learn(node, tag_id)
-        if kind == _TEXT:
+        if tag_id == text_id:
             text = node.text_content
             if text and not text.isspace():
                 buffer.append(text)
                 if walk.links:
                     walk.link_chars += len(text)
             following = node.next
-        elif kind == _OTHER:
-            following = node.next  # comments, processing instructions
         else:
+            kind = kinds.get(tag_id, 0)
             first = node.child
-            if first is not None and walk.open(node, kind):
+            if first is None:
+                if kind:
+                    walk.leaf(node, kind)
+            elif (not kind and not (markers and node.mem_id in markers)) or walk.open(node, kind):
+                stack.append(node)
                 node = first
                 continue
-            if first is None:
-                walk.leaf(node, kind)
             following = node.next
         while following is None and stack:
-            following = walk.close().next
+            element = stack.pop()
+            if len(stack) == walk.depth:
+                walk.close()
+            following = element.next
         node = following
     walk.flush()
     return walk.out
 
 
 class _Walk:
-    """The walk's state: segments so far, the open run of text, and per open element what
-    it opened (:data:`_BLOCK`, :data:`_LINK`, :data:`_SECTIONING`, :data:`_HEADING` bits)
-    with the path and mark to restore when it closes."""
+    """The walk's state: segments so far, the open run of text, the open elements
+    (``stack``) and, for those that opened something (:data:`_BLOCK`, :data:`_LINK`,
+    :data:`_SECTIONING`, :data:`_HEADING` bits), the stack depth, what they opened and the
+    path and mark to restore when they close (``events``; ``depth``: the innermost's)."""
 
     __slots__ = (
         "buffer",
-        "chrome_ids",
+        "depth",
+        "events",
         "headings",
         "hrefs",
         "link_chars",
         "links",
         "main_ids",
         "mark",
-        "marked",
+        "markers",
         "out",
         "path",
         "sectioning",
@@ -108,9 +117,11 @@ class _Walk:
         self.buffer: list[str] = []
         self.link_chars = self.links = self.sectioning = self.headings = 0
         self.path, self.mark = path, NONE
-        self.main_ids, self.chrome_ids, self.hrefs = main_ids, chrome_ids, hrefs
-        self.marked = bool(main_ids or chrome_ids)
-        self.stack: list[tuple[Any, int, str, int]] = []
+        self.main_ids, self.hrefs = main_ids, hrefs
+        self.markers = main_ids | chrome_ids
+        self.stack: list[Any] = []
+        self.events: list[tuple[int, int, str, int]] = []
+        self.depth = -1
 
     def flush(self) -> None:
         """Close the open run of text as a segment."""
@@ -120,27 +131,28 @@ class _Walk:
             self.link_chars = 0
 
     def open(self, node: Any, kind: int) -> bool:
-        """Enter an element that has children; ``False`` if it was read whole instead."""
+        """Enter an element that has children and is a block, a link, a section, a heading or
+        a region marker; ``False`` if it was read whole instead."""
         opened = 0
-        marker = self.marked and (node.mem_id in self.main_ids or node.mem_id in self.chrome_ids)
+        path, mark = self.path, self.mark
+        marker = node.mem_id in self.markers if self.markers else False
         if kind & _BLOCK or marker:
             self.flush()
             tag = node.tag
-            inner, step = self.mark, tag
+            inner, step = mark, tag
             if marker:
                 inner, step = self._entered(node, tag)
-                if inner == CHROME and self.mark != CHROME:
-                    whole = _whole_landmark(node, f"{self.path}/{step}", self.hrefs)
+                if inner == CHROME and mark != CHROME:
+                    whole = _whole_landmark(node, f"{path}/{step}", self.hrefs)
                     if whole is not None:
                         self.out.append(whole)
                         return False
             elif kind & _PARAGRAPH:
-                state = (self.mark, self.links, self.headings)
-                self.out.append(_whole_paragraph(node, f"{self.path}/p", state, self.hrefs))
+                state = (mark, self.links, self.headings)
+                self.out.append(_whole_paragraph(node, f"{path}/p", state, self.hrefs))
                 return False
-            self.stack.append((node, _BLOCK, self.path, self.mark))
             opened = _BLOCK
-            self.mark, self.path = inner, f"{self.path}/{step}"
+            self.mark, self.path = inner, f"{path}/{step}"
         if kind & _LINK and _navigates(_href(node, self.hrefs), self.headings):
             self.links += 1
             opened |= _LINK
@@ -150,10 +162,9 @@ class _Walk:
         elif kind & _HEADING:
             self.headings += 1
             opened |= _HEADING
-        if opened & _BLOCK:
-            self.stack[-1] = (node, opened, self.stack[-1][2], self.stack[-1][3])
-        else:
-            self.stack.append((node, opened, self.path, self.mark))
+        if opened:
+            self.depth = len(self.stack)
+            self.events.append((self.depth, opened, path, mark))
         return True
 
     def leaf(self, node: Any, kind: int) -> None:
@@ -163,20 +174,19 @@ class _Walk:
         if kind & _LINK:
             _href(node, self.hrefs)
 
-    def close(self) -> Any:
-        """Leave the innermost open element; return it."""
-        element, opened, path, mark = self.stack.pop()
-        if opened:
-            if opened & _BLOCK:
-                self.flush()
-                self.path, self.mark = path, mark
-            if opened & _LINK:
-                self.links -= 1
-            if opened & _SECTIONING:
-                self.sectioning -= 1
-            if opened & _HEADING:
-                self.headings -= 1
-        return element
+    def close(self) -> None:
+        """Leave the innermost element that opened something."""
+        _, opened, path, mark = self.events.pop()
+        self.depth = self.events[-1][0] if self.events else -1
+        if opened & _BLOCK:
+            self.flush()
+            self.path, self.mark = path, mark
+        if opened & _LINK:
+            self.links -= 1
+        if opened & _SECTIONING:
+            self.sectioning -= 1
+        if opened & _HEADING:
+            self.headings -= 1
 
     def _entered(self, node: Any, tag: str) -> tuple[int, str]:
         """The mark inside a marked ``node`` and its path step (the tag, with its role)."""
@@ -241,8 +251,6 @@ def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
 
 def _kind_of(tag: str) -> int:
     """What the walk needs to know of a tag (bits), by its name."""
-    if tag[0] == "-":
-        return _TEXT if tag == "-text" else _OTHER
     return (
         (_BLOCK if tag in BLOCK_TAGS else 0)
         | (_LINK if tag in _LINK_TAGS else 0)
@@ -252,20 +260,10 @@ def _kind_of(tag: str) -> int:
     )
 
 
-def _learn(node: Any, tag_id: int) -> int:
-    """The kind of a tag id not in :data:`_KINDS` (an element of a tag the walk does not tell
-    apart, a comment, or an element whose id lexbor made for this document), kept when the
-    id is a fixed one."""
-    kind = _kind_of(node.tag)
-    if tag_id < _FIXED_IDS:
-        _KINDS[tag_id] = kind
-    return kind
-
-
 def _fixed_kinds() -> dict[int, int]:
     """lexbor's fixed tag id → :func:`_kind_of` its name, for every tag the walk tells apart
-    and for text nodes. Filled before any page is read: a table filled as tags were met made
-    the walk depend on the pages read before (a ``p`` whose links were read by
+    and for text nodes, made before any page is read (a table filled as tags were met made
+    the walk depend on the pages read before: a ``p`` whose links were read by
     :func:`_whole_paragraph` before any ``a`` outside a ``p`` lost its links)."""
     names = BLOCK_TAGS | _LINK_TAGS | _SECTIONING_TAGS | _HEADING_TAGS
     document = LexborHTMLParser("<p>x</p>")
@@ -279,8 +277,10 @@ def _fixed_kinds() -> dict[int, int]:
     return kinds
 
 
-#: Only the fixed ids of the HTML tags lexbor knows (small integers) are kept: an unknown
-#: element's id is made per document and is never a block, link, section or heading.
+#: lexbor's ids of the HTML tags it knows are small integers; an unknown element's id is made
+#: per document (a pointer) and is never a block, link, section or heading.
 _FIXED_IDS = 1 << 16
-#: lexbor tag id → :func:`_kind_of` its name (others are added as met, by :func:`_learn`).
+#: lexbor tag id → :func:`_kind_of` its name; any other id (an element the walk does not tell
+#: apart, a comment) is 0.
 _KINDS: dict[int, int] = _fixed_kinds()
+_TEXT_ID = next(tag_id for tag_id, kind in _KINDS.items() if kind == _TEXT)
