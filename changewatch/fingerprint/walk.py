@@ -71,10 +71,15 @@ def segment(
         else:
             kind = kinds.get(tag_id, 0)
             first = node.child
+            marker = first is not None and node.mem_id in markers if markers else False
             if first is None:
                 if kind:
                     walk.leaf(node, kind)
-            elif (not kind and not (markers and node.mem_id in markers)) or walk.open(node, kind):
+            elif kind == _LINK and not marker and first.next is None and first.tag_id == text_id:
+                walk.link_text(node, first)  # <a href=…>text</a>: no need to enter it
+            elif (kind or marker) and not walk.open(node, kind, tag_id, marker):
+                pass  # read whole
+            else:
                 stack.append(node)
                 node = first
                 continue
@@ -130,15 +135,15 @@ class _Walk:
             self.buffer.clear()
             self.link_chars = 0
 
-    def open(self, node: Any, kind: int) -> bool:
+    def open(self, node: Any, kind: int, tag_id: int, marker: bool) -> bool:
         """Enter an element that has children and is a block, a link, a section, a heading or
-        a region marker; ``False`` if it was read whole instead."""
+        a region ``marker``; ``False`` if it was read whole instead."""
         opened = 0
         path, mark = self.path, self.mark
-        marker = node.mem_id in self.markers if self.markers else False
         if kind & _BLOCK or marker:
-            self.flush()
-            tag = node.tag
+            if self.buffer:
+                self.flush()
+            tag = _NAMES.get(tag_id) or node.tag
             inner, step = mark, tag
             if marker:
                 inner, step = self._entered(node, tag)
@@ -167,6 +172,16 @@ class _Walk:
             self.events.append((self.depth, opened, path, mark))
         return True
 
+    def link_text(self, node: Any, text_node: Any) -> None:
+        """A link whose one child is a text node, read without entering it (as
+        :meth:`open`, the text node and :meth:`close` would)."""
+        navigates = _navigates(_href(node, self.hrefs), self.headings)
+        text = text_node.text_content
+        if text and not text.isspace():
+            self.buffer.append(text)
+            if navigates or self.links:
+                self.link_chars += len(text)
+
     def leaf(self, node: Any, kind: int) -> None:
         """An element without children: a boundary if it is a block, a link if it is one."""
         if kind & _BLOCK:
@@ -179,7 +194,8 @@ class _Walk:
         _, opened, path, mark = self.events.pop()
         self.depth = self.events[-1][0] if self.events else -1
         if opened & _BLOCK:
-            self.flush()
+            if self.buffer:
+                self.flush()
             self.path, self.mark = path, mark
         if opened & _LINK:
             self.links -= 1
@@ -268,6 +284,7 @@ def _fixed_kinds() -> dict[int, int]:
     names = BLOCK_TAGS | _LINK_TAGS | _SECTIONING_TAGS | _HEADING_TAGS
     document = LexborHTMLParser("<p>x</p>")
     kinds = {document.create_node(name).tag_id: _kind_of(name) for name in names}
+    _NAMES.update({document.create_node(name).tag_id: name for name in names})
     text = document.css_first("p")
     if text is None or text.child is None:  # pragma: no cover - lexbor always parses it
         raise RuntimeError("lexbor did not parse <p>x</p>")
@@ -280,6 +297,8 @@ def _fixed_kinds() -> dict[int, int]:
 #: lexbor's ids of the HTML tags it knows are small integers; an unknown element's id is made
 #: per document (a pointer) and is never a block, link, section or heading.
 _FIXED_IDS = 1 << 16
+#: lexbor tag id → the name of the tags the walk tells apart (``node.tag`` makes a new str).
+_NAMES: dict[int, str] = {}
 #: lexbor tag id → :func:`_kind_of` its name; any other id (an element the walk does not tell
 #: apart, a comment) is 0.
 _KINDS: dict[int, int] = _fixed_kinds()
