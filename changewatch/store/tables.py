@@ -39,6 +39,7 @@ __all__ = [
     "OLD_VERSION_COUNT_COMMENT",
     "SIMHASH_BANDS",
     "SIMHASH_BAND_BITS",
+    "host_noise",
     "metadata",
     "page_snapshots",
     "page_texts",
@@ -549,3 +550,62 @@ reconcile_hosts = Table(
     comment="One row per host of a reconcile run: its counts and whether vanished was computed.",
 )
 Index("ix_reconcile_hosts_host", reconcile_hosts.c.host, reconcile_hosts.c.run_id)
+
+#: Blocks learned as noise per host (migration 0009; changewatch.fingerprint.noise): how
+#: often each block key or shape was seen and changed on re-fetches whose prose stayed the
+#: same, and since when it is learned. Rows of another fingerprint version are never used.
+host_noise = Table(
+    "host_noise",
+    metadata,
+    Column("host", String(300), primary_key=True, comment="host[:port] of the pages"),
+    Column(
+        "fingerprint_version",
+        SmallInteger,
+        primary_key=True,
+        comment="the fingerprint rules the block keys and shapes belong to",
+    ),
+    Column(
+        "kind",
+        String(5),
+        primary_key=True,
+        comment="key: a block's path and ordinal (its text changes); shape: its text with "
+        "digits as 0 (it comes and goes)",
+    ),
+    Column(
+        "value",
+        LargeBinary(8),
+        primary_key=True,
+        comment="blake2b-64 of the key or shape (Block.key / Block.shape)",
+    ),
+    Column(
+        "path",
+        Text,
+        nullable=False,
+        comment="structural path of the block when first seen (body/div/ul/li), for reading",
+    ),
+    Column(
+        "observations",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        comment="re-fetches (steps whose prose stayed the same) that saw it",
+    ),
+    Column(
+        "changes",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        comment="of those, the steps in which it changed",
+    ),
+    Column("first_seen", UTCDateTime, nullable=False),
+    Column("last_seen", UTCDateTime, nullable=False),
+    Column(
+        "learned_at",
+        UTCDateTime,
+        nullable=True,
+        comment="when it met the thresholds and became noise; NULL: still observed only",
+    ),
+    CheckConstraint("kind IN ('key', 'shape')", name="kind"),
+    CheckConstraint("changes <= observations", name="changes_seen"),
+    comment="Blocks learned as noise per host (changewatch noise list / reset).",
+)
