@@ -41,6 +41,7 @@ __all__ = [
     "SIMHASH_BAND_BITS",
     "host_noise",
     "metadata",
+    "page_chrome_changes",
     "page_snapshots",
     "page_texts",
     "page_versions",
@@ -609,3 +610,38 @@ host_noise = Table(
     CheckConstraint("changes <= observations", name="changes_seen"),
     comment="Blocks learned as noise per host (changewatch noise list / reset).",
 )
+
+#: One row per fetch that saw a page's chrome or outlinks change (migration 0009), also when
+#: its content did not (``content_changed`` false: ``should_parse`` said ``unchanged``). No
+#: foreign key: ``page_snapshots`` may be hash-partitioned. Read through the ``page_history``
+#: view (docs/sql.md).
+page_chrome_changes = Table(
+    "page_chrome_changes",
+    metadata,
+    Column("id", _BigSerial, primary_key=True, comment="surrogate key of the row"),
+    Column(
+        "url_digest",
+        LargeBinary(16),
+        nullable=False,
+        comment="the page (page_snapshots.url_digest)",
+    ),
+    Column("seen_at", UTCDateTime, nullable=False, comment="the fetch that saw the change"),
+    Column(
+        "content_changed",
+        Boolean,
+        nullable=False,
+        comment="whether that fetch also changed the content (made a page_versions row)",
+    ),
+    Column("chrome_changed", Boolean, nullable=False, comment="the chrome text changed"),
+    Column("links_changed", Boolean, nullable=False, comment="the set of outlinks changed"),
+    Column("chrome_sha256", LargeBinary(32), nullable=False, comment="the new chrome hash"),
+    Column("links_sha256", LargeBinary(32), nullable=False, comment="the new outlinks hash"),
+    CheckConstraint("chrome_changed OR links_changed", name="something_changed"),
+    comment="Fetches that saw a page's chrome or outlinks change (the content may not have).",
+)
+Index(
+    "ix_page_chrome_changes_url_digest",
+    page_chrome_changes.c.url_digest,
+    page_chrome_changes.c.seen_at,
+)
+Index("ix_page_chrome_changes_seen_at", page_chrome_changes.c.seen_at)

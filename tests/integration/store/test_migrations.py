@@ -27,6 +27,7 @@ from changewatch.store.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
+    "page_chrome_changes",
     "host_noise",
     "page_snapshots",
     "page_texts",
