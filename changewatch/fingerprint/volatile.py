@@ -286,8 +286,8 @@ def strip_label_stamps(text: str) -> str:
     >>> strip_label_stamps("he scored in the final 4:29 of regulation")
     'he scored in the final 4:29 of regulation'
     """
-    if not may_hold_stamps(text):
-        return text
+    if not may_hold_stamps(text) or (_DIGIT(text) is None and "ago" not in text):
+        return text  # every default stamp but "an hour ago" holds a digit
     stamps: list[tuple[int, int]] = []
     dates: list[tuple[int, int]] = []
     covered = 0
