@@ -148,7 +148,7 @@ class _Walk:
             if marker:
                 inner, step = self._entered(node, tag)
                 if inner == CHROME and mark != CHROME:
-                    whole = _whole_landmark(node, f"{path}/{step}", self.hrefs)
+                    whole = _whole_landmark(node, f"{path}/{step}", self.hrefs, self.main_ids)
                     if whole is not None:
                         self.out.append(whole)
                         return False
@@ -253,10 +253,12 @@ def _whole_paragraph(
     return Segment(path, text, mark, len(text) if inside_link else link_chars)
 
 
-def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
+def _whole_landmark(node: Any, path: str, hrefs: list[str], main_ids: set[int]) -> Segment | None:
     """A chrome landmark read in one call of lexbor's text extraction, or ``None`` when a
-    main marker sits inside it (then it is walked, so that the marker is seen)."""
-    if node.css_first(MAIN_SELECTOR) is not None:
+    main marker sits inside it (then it is walked, so that the marker is seen). Without any
+    main marker on the page (``main_ids`` empty: every element matching
+    :data:`~changewatch.fingerprint.blocks.MAIN_SELECTOR` is one) there is none to look for."""
+    if main_ids and node.css_first(MAIN_SELECTOR) is not None:
         return None
     links = 0
     for link in node.css("a, area"):
