@@ -3,9 +3,12 @@
 :func:`segment` (re-exported by :mod:`~changewatch.fingerprint.blocks`, which says what a
 block is) follows ``child``/``next`` pointers with an explicit stack and tells elements apart
 by lexbor's integer tag ids. It is the one Python step per node of fingerprinting, so it
-does as little as it can: text nodes are handled inline; what an element opens and closes is
+does as little as it can: text nodes, inline elements that open nothing and links whose one
+child is text are handled in the loop; what the other elements open and close is
 :class:`_Walk`'s; a ``p`` (phrasing content only, HTML §13.2.6.4.7) and a chrome landmark
-are read by lexbor in one call. Nesting is bounded only by the caller's guard.
+are read by lexbor in one call. The table of tag kinds is made before any page is read (what
+the walk finds never depends on the pages read before). Nesting is bounded only by the
+caller's guard.
 """
 
 from __future__ import annotations
