@@ -248,6 +248,9 @@ def _whole_paragraph(
     mark, inside_link, headings = state
     text = node.text(separator=" ", skip_empty=True)
     link_chars = 0
+    first = node.child
+    if first is not None and first.next is None and first.tag_id == _TEXT_ID:
+        return Segment(path, text, mark, len(text) if inside_link else 0)  # text alone
     for element in node.traverse():
         if _KINDS.get(element.tag_id, 0) & _LINK:
             href = _href(element, hrefs)
