@@ -255,7 +255,7 @@ def _whole_paragraph(
         if _KINDS.get(element.tag_id, 0) & _LINK:
             href = _href(element, hrefs)
             if not inside_link and _navigates(href, headings):
-                link_chars += len(element.text(separator=" ", skip_empty=True))
+                link_chars += _text_length(element)
     return Segment(path, text, mark, len(text) if inside_link else link_chars)
 
 
@@ -269,8 +269,19 @@ def _whole_landmark(node: Any, path: str, hrefs: list[str], main_ids: set[int]) 
     links = 0
     for link in node.css("a, area"):
         if _navigates(_href(link, hrefs), 0):
-            links += len(link.text(separator=" ", skip_empty=True))
+            links += _text_length(link)
     return Segment(path, node.text(separator=" ", skip_empty=True), CHROME, links)
+
+
+def _text_length(node: Any) -> int:
+    """``len(node.text(separator=" ", skip_empty=True))``, without the call for an element
+    whose one child is text (most links): lexbor's ``skip_empty`` drops ASCII whitespace."""
+    first = node.child
+    if first is None:
+        return 0
+    if first.next is None and first.tag_id == _TEXT_ID:
+        return 0 if first.is_empty_text_node else len(first.text_content or "")
+    return len(node.text(separator=" ", skip_empty=True))
 
 
 def _kind_of(tag: str) -> int:
