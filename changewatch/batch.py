@@ -23,6 +23,7 @@ from changewatch.decide import DuplicatePool, decide_new, decide_stored, reverte
 from changewatch.errors import PageTooLargeError, StoreConflictError
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
+    Block,
     Fingerprint,
     FingerprintPolicy,
     PageParts,
@@ -78,6 +79,10 @@ class Fetched:
     _parts: PageParts | None = None
     _fp: Fingerprint | None = None
     binary: bool = False
+    #: Block keys and shapes learned as noise for the page's host, and whether the blocks are
+    #: kept for learning more (``ChangeWatch(learn_noise=True)``, :mod:`changewatch.learning`).
+    volatile_blocks: frozenset[bytes] = frozenset()
+    with_blocks: bool = False
 
     def content(self) -> bytes:
         """The SHA-256 of the page's main content (parsing it once, on first need)."""
@@ -87,7 +92,13 @@ class Fetched:
                 self.binary, self.text, self._content = True, "", self.raw
             else:
                 self._parts = page_text(
-                    self.html, self.content_type, self.policy, host=url_host(self.url), url=self.url
+                    self.html,
+                    self.content_type,
+                    self.policy,
+                    host=url_host(self.url),
+                    url=self.url,
+                    volatile_blocks=self.volatile_blocks,
+                    with_blocks=self.with_blocks,
                 )
                 self.text = self._parts.content
                 self._content = content_sha256(self.text)
@@ -112,6 +123,13 @@ class Fetched:
         if self._fp is not None:
             return self._fp.chrome_sha256, self._fp.links_sha256
         return chrome_hashes(self._parts)  # no SimHash needed for these
+
+    def blocks(self) -> tuple[Block, ...] | None:
+        """The page's blocks if they were kept (``with_blocks``) and it was parsed, else
+        ``None`` (a binary body, or a page decided without parsing)."""
+        if not self.with_blocks or self._parts is None:
+            return None
+        return self._parts.blocks
 
     def legacy_content(self, version: int) -> bytes | None:
         """The content hash under version 2 or 3's rules (they hash the same text), or

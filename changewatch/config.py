@@ -28,6 +28,9 @@
 ``CHANGEWATCH_FLIP_WINDOW``
     how many of a page's latest versions a change is compared with to record a flip-flop
     (``reverted_to``); ``0`` turns it off; default 10
+``CHANGEWATCH_LEARN_NOISE``
+    learn each host's noisy blocks and leave them out of the hashes
+    (``ChangeWatch(learn_noise=True)``, table ``host_noise``): a boolean as above; default off
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ class Settings:
     fingerprint_policy: FingerprintPolicy | None = None
     store_text: bool = False
     flip_window: int = DEFAULT_FLIP_WINDOW
+    learn_noise: bool = False
 
     def __post_init__(self) -> None:
         check_settings(self.minor_distance, self.max_page_bytes, self.url_policy)
@@ -121,6 +125,7 @@ def watch_arguments(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         "seen_on_error": settings.seen_on_error,
         "store_text": settings.store_text,
         "flip_window": settings.flip_window,
+        "learn_noise": settings.learn_noise,
     }
 
 
@@ -146,6 +151,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         ),
         store_text=_bool(env, "CHANGEWATCH_STORE_TEXT", False),
         flip_window=_int(env, "CHANGEWATCH_FLIP_WINDOW", DEFAULT_FLIP_WINDOW),
+        learn_noise=_bool(env, "CHANGEWATCH_LEARN_NOISE", False),
     )
 
 

@@ -49,6 +49,7 @@ from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
     FingerprintPolicy,
 )
+from changewatch.learning import NoiseLearner
 from changewatch.observe import (
     NULL_OBSERVER,
     Observer,
@@ -117,6 +118,11 @@ class ChangeWatch:
     that of one of the page's last ``flip_window`` versions is recorded with ``reverted_to``
     (that version's number) — a flip-flop. "unchanged" compares with the current version
     only, so A → B → A is a change (version 3, ``reverted_to=1``), not "unchanged".
+    ``learn_noise=True`` learns, per host, the blocks that change on most re-fetches while
+    the pages' prose does not (counters, rotating lists, banners that come and go) and leaves
+    them out of the hashes once learned (:mod:`changewatch.learning`; never prose, never the
+    explicit main content). The rules are in the ``host_noise`` table: :meth:`noise_rules`,
+    :meth:`reset_noise`, ``changewatch noise list|reset``.
     ``observer`` (:class:`~changewatch.observe.Observer`) is told every decision, every
     ``mark_seen`` and every store or seen-set failure (:mod:`changewatch.metrics` turns that
     into Prometheus metrics); decisions are also logged, one DEBUG line each.
@@ -142,6 +148,7 @@ class ChangeWatch:
         flip_window: int = DEFAULT_FLIP_WINDOW,
         store_text: bool = False,
         observer: Observer | None = None,
+        learn_noise: bool = False,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if isinstance(flip_window, bool) or not isinstance(flip_window, int) or flip_window < 0:
@@ -168,6 +175,7 @@ class ChangeWatch:
         self.store_text = store_text
         self.canon_version = canon_version(canon_policy)
         self._check_canon_version(allow_mixed_canon, close=store is None)
+        self.noise = NoiseLearner(self._store) if learn_noise else None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChangeWatch:
@@ -415,6 +423,19 @@ class ChangeWatch:
             result["seen"] = dict(self._seen.stats())
         return result
 
+    def noise_rules(self, host: str | None = None) -> list[dict[str, Any]]:
+        """The noise rules of the store's ``host_noise`` table (of one host), learned first:
+        host, kind, value, path, observations, changes, first/last seen, learned_at."""
+        return self._store.noise_rules(host)
+
+    def reset_noise(self, host: str) -> int:
+        """Forget every noise rule of ``host`` (its blocks count in the hashes again); the
+        number of rules forgotten."""
+        removed = self._store.reset_noise(host)
+        if self.noise is not None:
+            self.noise.forget(host)
+        return removed
+
     def close(self) -> None:
         """Persist the seen-set and release every connection."""
         try:
@@ -484,7 +505,7 @@ class ChangeWatch:
         etag: str | None,
         last_modified: str | None,
     ) -> Fetched:
-        return prepare(
+        page = prepare(
             url,
             html,
             content_type,
@@ -494,6 +515,10 @@ class ChangeWatch:
             max_page_bytes=self.max_page_bytes,
             fingerprint_policy=self.fingerprint_policy,
         )
+        if self.noise is not None:
+            page.volatile_blocks = self.noise.volatile_blocks(page.url)
+            page.with_blocks = True
+        return page
 
     def _decide_batch(self, pages: Sequence[Fetched]) -> list[Decision]:
         rules = BatchRules(
@@ -505,7 +530,10 @@ class ChangeWatch:
             self._max_attempts,
         )
         unseen = self._unseen if self.seen_precheck else None
-        return decide_batch(self._store, pages, rules, self._clock, unseen)
+        decisions = decide_batch(self._store, pages, rules, self._clock, unseen)
+        if self.noise is not None:
+            self.noise.observe(pages, self._clock())
+        return decisions
 
     def _unseen(self, pages: Sequence[Fetched]) -> set[bytes]:
         """The digests the seen-set never saw (the ``seen_precheck``)."""

@@ -9,7 +9,8 @@ error. Passwords in database URLs are never printed.
 One module per command family: :mod:`~changewatch.cli.db` (schema), :mod:`~changewatch.cli.
 pages` (check, conditional, history, diff), :mod:`~changewatch.cli.store` (stats, prune,
 due), :mod:`~changewatch.cli.demo`, :mod:`~changewatch.cli.reconcile`,
-:mod:`~changewatch.cli.metrics`; :mod:`~changewatch.cli.common` holds what they share.
+:mod:`~changewatch.cli.metrics`, :mod:`~changewatch.cli.noise` (learned noise);
+:mod:`~changewatch.cli.common` holds what they share.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from changewatch.cli.common import Options, print_error, secrets
 from changewatch.cli.db import db
 from changewatch.cli.demo import demo
 from changewatch.cli.metrics import metrics
+from changewatch.cli.noise import noise
 from changewatch.cli.pages import check, conditional, diff, history
 from changewatch.cli.reconcile import reconcile_command
 from changewatch.cli.store import due, prune, stats
@@ -87,6 +89,6 @@ def main(
     configure_logging(log_format or logs.format, (log_level or logs.level).upper())
 
 
-for _command in (db, check, conditional, history, diff, stats, prune, due, demo, metrics):
+for _command in (db, check, conditional, history, diff, stats, prune, due, demo, metrics, noise):
     main.add_command(_command)
 main.add_command(reconcile_command)

@@ -84,6 +84,7 @@ class Options:
             flip_window=s.flip_window,
             fingerprint_policy=s.fingerprint_policy,
             seen_on_error=s.seen_on_error,
+            learn_noise=s.learn_noise,
         )
 
 

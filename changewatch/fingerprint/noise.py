@@ -42,12 +42,14 @@ DEFAULT_MIN_NOISE_SHARE = 0.5
 @dataclass(frozen=True, slots=True)
 class NoiseRule:
     """What was seen of one block key or shape: ``kind`` ``"key"`` or ``"shape"``, the
-    steps it was seen in (``observations``) and those in which it changed (``changes``)."""
+    steps it was seen in (``observations``) and those in which it changed (``changes``);
+    ``path``: the structural path of a block it was seen on (for people reading rules)."""
 
     value: bytes
     kind: str
     observations: int
     changes: int
+    path: str = ""
 
     def learned(self, min_observations: int, min_share: float) -> bool:
         """Whether the rule has been seen often enough and changed often enough.
@@ -77,21 +79,24 @@ def noise_observations(steps: Iterable[tuple[Sequence[Block], Sequence[Block]]])
     """
     seen: Counter[tuple[str, bytes]] = Counter()
     changed: Counter[tuple[str, bytes]] = Counter()
+    paths: dict[tuple[str, bytes], str] = {}
     for before, after in steps:
         if _prose(before) != _prose(after):
             continue
-        old = {b.key: b.text_hash for b in before if b.learnable}
-        new = {b.key: b.text_hash for b in after if b.learnable}
+        old = {b.key: b for b in before if b.learnable}
+        new = {b.key: b for b in after if b.learnable}
         for key in old.keys() & new.keys():
             seen["key", key] += 1
-            changed["key", key] += old[key] != new[key]
-        old_shapes = {b.shape for b in before if b.learnable}
-        new_shapes = {b.shape for b in after if b.learnable}
-        for shape in old_shapes | new_shapes:
+            changed["key", key] += old[key].text_hash != new[key].text_hash
+            paths.setdefault(("key", key), new[key].path)
+        old_shapes = {b.shape: b.path for b in old.values()}
+        new_shapes = {b.shape: b.path for b in new.values()}
+        for shape in old_shapes.keys() | new_shapes.keys():
             seen["shape", shape] += 1
             changed["shape", shape] += (shape in old_shapes) != (shape in new_shapes)
+            paths.setdefault(("shape", shape), new_shapes.get(shape) or old_shapes[shape])
     return [
-        NoiseRule(value, kind, count, changed[kind, value])
+        NoiseRule(value, kind, count, changed[kind, value], paths[kind, value])
         for (kind, value), count in sorted(seen.items())
     ]
 

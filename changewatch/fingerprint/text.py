@@ -162,8 +162,8 @@ def page_text(
     joined = normalise_text(SEPARATOR.join(s.text for s in segments))
     pieces = joined.split(SEPARATOR)
     if len(pieces) != len(segments):
-        # The page's own U+FDD0 (a noncharacter, never interchanged): the blocks cannot be
-        # told apart after normalising, so all of the text is content.
+        # A separator in the page's own text (the parser leaves none; kept as a guard): the
+        # blocks cannot be told apart after normalising, so all of the text is content.
         return PageParts(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
     pieces = _strip_pieces(rules, joined, pieces)
     if found.policy_main or rules.regions:

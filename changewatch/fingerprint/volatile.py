@@ -256,24 +256,15 @@ def may_hold_stamps(text: str) -> bool:
 def _anchors(text: str) -> list[tuple[int, int]]:
     """Spans of the words every removable stamp holds, in order: a ``:`` before a digit,
     "ago" (inside "agog" too: runs are checked later), and a date label word (which anchors
-    the date after it) — found with ``str.find``.
+    the date after it) — one scan by :data:`_ANCHOR_RE` (none of these can overlap another).
 
     >>> _anchors("at 12:05, 3 days ago; last updated: 1 may 2026; agog")
     [(5, 7), (17, 20), (27, 34), (48, 51)]
     """
-    found = []
-    at = text.find(":")
-    while at != -1:
-        if at + 1 < len(text) and text[at + 1].isdecimal():
-            found.append((at, at + 2))
-        at = text.find(":", at + 1)
-    for word in ("ago", *DATE_LABEL_WORDS):
-        at = text.find(word)
-        while at != -1:
-            found.append((at, at + len(word)))
-            at = text.find(word, at + 1)
-    found.sort()
-    return found
+    return [match.span() for match in _ANCHOR_RE.finditer(text)]
+
+
+_ANCHOR_RE = re.compile(r":\d|ago|" + "|".join(sorted(DATE_LABEL_WORDS)))
 
 
 def strip_label_stamps(text: str) -> str:
@@ -295,8 +286,8 @@ def strip_label_stamps(text: str) -> str:
     >>> strip_label_stamps("he scored in the final 4:29 of regulation")
     'he scored in the final 4:29 of regulation'
     """
-    if not may_hold_stamps(text):
-        return text
+    if not may_hold_stamps(text) or (_DIGIT(text) is None and "ago" not in text):
+        return text  # every default stamp but "an hour ago" holds a digit
     stamps: list[tuple[int, int]] = []
     dates: list[tuple[int, int]] = []
     covered = 0

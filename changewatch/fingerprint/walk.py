@@ -3,14 +3,19 @@
 :func:`segment` (re-exported by :mod:`~changewatch.fingerprint.blocks`, which says what a
 block is) follows ``child``/``next`` pointers with an explicit stack and tells elements apart
 by lexbor's integer tag ids. It is the one Python step per node of fingerprinting, so it
-does as little as it can: text nodes are handled inline; what an element opens and closes is
+does as little as it can: text nodes, inline elements that open nothing and links whose one
+child is text are handled in the loop; what the other elements open and close is
 :class:`_Walk`'s; a ``p`` (phrasing content only, HTML §13.2.6.4.7) and a chrome landmark
-are read by lexbor in one call. Nesting is bounded only by the caller's guard.
+are read by lexbor in one call. The table of tag kinds is made before any page is read (what
+the walk finds never depends on the pages read before). Nesting is bounded only by the
+caller's guard.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.blocks import (
     BLOCK_TAGS,
@@ -27,7 +32,7 @@ __all__ = ["segment"]
 
 # What the walk tells apart, as bits of the kind of a lexbor tag id (_kind_of).
 _BLOCK, _LINK, _SECTIONING, _HEADING, _PARAGRAPH = 1, 2, 4, 8, 64
-_TEXT, _OTHER = 16, 32
+_TEXT = 16
 _SECTIONING_TAGS = frozenset({"article", "aside", "main", "nav", "section"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _LINK_TAGS = frozenset({"a", "area"})
@@ -45,56 +50,70 @@ def segment(
     ``area`` met is appended to ``hrefs``. A heading's link to a fragment of the page (its
     own anchor) and ``mailto:``/``tel:`` links are not link text. Comments are skipped; the
     caller has removed invisible elements.
+
+    The loop handles what most nodes are — text, and inline elements that open nothing — by
+    itself; an element that opens a block, a link, a section, a heading or a region goes to
+    :meth:`_Walk.open`, and its end to :meth:`_Walk.close`.
     """
     walk = _Walk(root.tag or "", main_ids, chrome_ids, [] if hrefs is None else hrefs)
     kinds = _KINDS
+    text_id = _TEXT_ID
+    markers = walk.markers
     stack = walk.stack
     buffer = walk.buffer
     node = root.child
     while node is not None:
         tag_id = node.tag_id
-        kind = kinds.get(tag_id, -1)
-        if kind < 0:
-            kind = _learn(node, tag_id)
-        if kind == _TEXT:
+        if tag_id == text_id:
             text = node.text_content
             if text and not text.isspace():
                 buffer.append(text)
                 if walk.links:
                     walk.link_chars += len(text)
             following = node.next
-        elif kind == _OTHER:
-            following = node.next  # comments, processing instructions
         else:
+            kind = kinds.get(tag_id, 0)
             first = node.child
-            if first is not None and walk.open(node, kind):
+            marker = first is not None and node.mem_id in markers if markers else False
+            if first is None:
+                if kind:
+                    walk.leaf(node, kind)
+            elif kind == _LINK and not marker and first.next is None and first.tag_id == text_id:
+                walk.link_text(node, first)  # <a href=…>text</a>: no need to enter it
+            elif (kind or marker) and not walk.open(node, kind, tag_id, marker):
+                pass  # read whole
+            else:
+                stack.append(node)
                 node = first
                 continue
-            if first is None:
-                walk.leaf(node, kind)
             following = node.next
         while following is None and stack:
-            following = walk.close().next
+            element = stack.pop()
+            if len(stack) == walk.depth:
+                walk.close()
+            following = element.next
         node = following
     walk.flush()
     return walk.out
 
 
 class _Walk:
-    """The walk's state: segments so far, the open run of text, and per open element what
-    it opened (:data:`_BLOCK`, :data:`_LINK`, :data:`_SECTIONING`, :data:`_HEADING` bits)
-    with the path and mark to restore when it closes."""
+    """The walk's state: segments so far, the open run of text, the open elements
+    (``stack``) and, for those that opened something (:data:`_BLOCK`, :data:`_LINK`,
+    :data:`_SECTIONING`, :data:`_HEADING` bits), the stack depth, what they opened and the
+    path and mark to restore when they close (``events``; ``depth``: the innermost's)."""
 
     __slots__ = (
         "buffer",
-        "chrome_ids",
+        "depth",
+        "events",
         "headings",
         "hrefs",
         "link_chars",
         "links",
         "main_ids",
         "mark",
-        "marked",
+        "markers",
         "out",
         "path",
         "sectioning",
@@ -106,9 +125,11 @@ class _Walk:
         self.buffer: list[str] = []
         self.link_chars = self.links = self.sectioning = self.headings = 0
         self.path, self.mark = path, NONE
-        self.main_ids, self.chrome_ids, self.hrefs = main_ids, chrome_ids, hrefs
-        self.marked = bool(main_ids or chrome_ids)
-        self.stack: list[tuple[Any, int, str, int]] = []
+        self.main_ids, self.hrefs = main_ids, hrefs
+        self.markers = main_ids | chrome_ids
+        self.stack: list[Any] = []
+        self.events: list[tuple[int, int, str, int]] = []
+        self.depth = -1
 
     def flush(self) -> None:
         """Close the open run of text as a segment."""
@@ -117,28 +138,29 @@ class _Walk:
             self.buffer.clear()
             self.link_chars = 0
 
-    def open(self, node: Any, kind: int) -> bool:
-        """Enter an element that has children; ``False`` if it was read whole instead."""
+    def open(self, node: Any, kind: int, tag_id: int, marker: bool) -> bool:
+        """Enter an element that has children and is a block, a link, a section, a heading or
+        a region ``marker``; ``False`` if it was read whole instead."""
         opened = 0
-        marker = self.marked and (node.mem_id in self.main_ids or node.mem_id in self.chrome_ids)
+        path, mark = self.path, self.mark
         if kind & _BLOCK or marker:
-            self.flush()
-            tag = node.tag
-            inner, step = self.mark, tag
+            if self.buffer:
+                self.flush()
+            tag = _NAMES.get(tag_id) or node.tag
+            inner, step = mark, tag
             if marker:
                 inner, step = self._entered(node, tag)
-                if inner == CHROME and self.mark != CHROME:
-                    whole = _whole_landmark(node, f"{self.path}/{step}", self.hrefs)
+                if inner == CHROME and mark != CHROME:
+                    whole = _whole_landmark(node, f"{path}/{step}", self.hrefs, self.main_ids)
                     if whole is not None:
                         self.out.append(whole)
                         return False
             elif kind & _PARAGRAPH:
-                state = (self.mark, self.links, self.headings)
-                self.out.append(_whole_paragraph(node, f"{self.path}/p", state, self.hrefs))
+                state = (mark, self.links, self.headings)
+                self.out.append(_whole_paragraph(node, f"{path}/p", state, self.hrefs))
                 return False
-            self.stack.append((node, _BLOCK, self.path, self.mark))
             opened = _BLOCK
-            self.mark, self.path = inner, f"{self.path}/{step}"
+            self.mark, self.path = inner, f"{path}/{step}"
         if kind & _LINK and _navigates(_href(node, self.hrefs), self.headings):
             self.links += 1
             opened |= _LINK
@@ -148,11 +170,20 @@ class _Walk:
         elif kind & _HEADING:
             self.headings += 1
             opened |= _HEADING
-        if opened & _BLOCK:
-            self.stack[-1] = (node, opened, self.stack[-1][2], self.stack[-1][3])
-        else:
-            self.stack.append((node, opened, self.path, self.mark))
+        if opened:
+            self.depth = len(self.stack)
+            self.events.append((self.depth, opened, path, mark))
         return True
+
+    def link_text(self, node: Any, text_node: Any) -> None:
+        """A link whose one child is a text node, read without entering it (as
+        :meth:`open`, the text node and :meth:`close` would)."""
+        navigates = _navigates(_href(node, self.hrefs), self.headings)
+        text = text_node.text_content
+        if text and not text.isspace():
+            self.buffer.append(text)
+            if navigates or self.links:
+                self.link_chars += len(text)
 
     def leaf(self, node: Any, kind: int) -> None:
         """An element without children: a boundary if it is a block, a link if it is one."""
@@ -161,20 +192,20 @@ class _Walk:
         if kind & _LINK:
             _href(node, self.hrefs)
 
-    def close(self) -> Any:
-        """Leave the innermost open element; return it."""
-        element, opened, path, mark = self.stack.pop()
-        if opened:
-            if opened & _BLOCK:
+    def close(self) -> None:
+        """Leave the innermost element that opened something."""
+        _, opened, path, mark = self.events.pop()
+        self.depth = self.events[-1][0] if self.events else -1
+        if opened & _BLOCK:
+            if self.buffer:
                 self.flush()
-                self.path, self.mark = path, mark
-            if opened & _LINK:
-                self.links -= 1
-            if opened & _SECTIONING:
-                self.sectioning -= 1
-            if opened & _HEADING:
-                self.headings -= 1
-        return element
+            self.path, self.mark = path, mark
+        if opened & _LINK:
+            self.links -= 1
+        if opened & _SECTIONING:
+            self.sectioning -= 1
+        if opened & _HEADING:
+            self.headings -= 1
 
     def _entered(self, node: Any, tag: str) -> tuple[int, str]:
         """The mark inside a marked ``node`` and its path step (the tag, with its role)."""
@@ -201,7 +232,7 @@ def _navigates(href: str, headings: int) -> bool:
 
 def _href(node: Any, hrefs: list[str]) -> str:
     """A link's ``href``, stripped, appended to ``hrefs`` (``""`` for none)."""
-    href = node.attributes.get("href")
+    href = node.attrs.get("href")  # cheaper than .attributes, which copies every attribute
     if not isinstance(href, str):
         return ""
     href = href.strip()
@@ -217,30 +248,44 @@ def _whole_paragraph(
     mark, inside_link, headings = state
     text = node.text(separator=" ", skip_empty=True)
     link_chars = 0
+    first = node.child
+    if first is not None and first.next is None and first.tag_id == _TEXT_ID:
+        return Segment(path, text, mark, len(text) if inside_link else 0)  # text alone
     for element in node.traverse():
         if _KINDS.get(element.tag_id, 0) & _LINK:
             href = _href(element, hrefs)
             if not inside_link and _navigates(href, headings):
-                link_chars += len(element.text(separator=" ", skip_empty=True))
+                link_chars += _text_length(element)
     return Segment(path, text, mark, len(text) if inside_link else link_chars)
 
 
-def _whole_landmark(node: Any, path: str, hrefs: list[str]) -> Segment | None:
+def _whole_landmark(node: Any, path: str, hrefs: list[str], main_ids: set[int]) -> Segment | None:
     """A chrome landmark read in one call of lexbor's text extraction, or ``None`` when a
-    main marker sits inside it (then it is walked, so that the marker is seen)."""
-    if node.css_first(MAIN_SELECTOR) is not None:
+    main marker sits inside it (then it is walked, so that the marker is seen). Without any
+    main marker on the page (``main_ids`` empty: every element matching
+    :data:`~changewatch.fingerprint.blocks.MAIN_SELECTOR` is one) there is none to look for."""
+    if main_ids and node.css_first(MAIN_SELECTOR) is not None:
         return None
     links = 0
     for link in node.css("a, area"):
         if _navigates(_href(link, hrefs), 0):
-            links += len(link.text(separator=" ", skip_empty=True))
+            links += _text_length(link)
     return Segment(path, node.text(separator=" ", skip_empty=True), CHROME, links)
+
+
+def _text_length(node: Any) -> int:
+    """``len(node.text(separator=" ", skip_empty=True))``, without the call for an element
+    whose one child is text (most links): lexbor's ``skip_empty`` drops ASCII whitespace."""
+    first = node.child
+    if first is None:
+        return 0
+    if first.next is None and first.tag_id == _TEXT_ID:
+        return 0 if first.is_empty_text_node else len(first.text_content or "")
+    return len(node.text(separator=" ", skip_empty=True))
 
 
 def _kind_of(tag: str) -> int:
     """What the walk needs to know of a tag (bits), by its name."""
-    if tag[0] == "-":
-        return _TEXT if tag == "-text" else _OTHER
     return (
         (_BLOCK if tag in BLOCK_TAGS else 0)
         | (_LINK if tag in _LINK_TAGS else 0)
@@ -250,16 +295,30 @@ def _kind_of(tag: str) -> int:
     )
 
 
-def _learn(node: Any, tag_id: int) -> int:
-    """The kind of a tag id not met before, kept when the id is a fixed one."""
-    kind = _kind_of(node.tag)
-    if tag_id < _FIXED_IDS:
-        _KINDS[tag_id] = kind
-    return kind
+def _fixed_kinds() -> dict[int, int]:
+    """lexbor's fixed tag id → :func:`_kind_of` its name, for every tag the walk tells apart
+    and for text nodes, made before any page is read (a table filled as tags were met made
+    the walk depend on the pages read before: a ``p`` whose links were read by
+    :func:`_whole_paragraph` before any ``a`` outside a ``p`` lost its links)."""
+    names = BLOCK_TAGS | _LINK_TAGS | _SECTIONING_TAGS | _HEADING_TAGS
+    document = LexborHTMLParser("<p>x</p>")
+    kinds = {document.create_node(name).tag_id: _kind_of(name) for name in names}
+    _NAMES.update({document.create_node(name).tag_id: name for name in names})
+    text = document.css_first("p")
+    if text is None or text.child is None:  # pragma: no cover - lexbor always parses it
+        raise RuntimeError("lexbor did not parse <p>x</p>")
+    kinds[text.child.tag_id] = _TEXT
+    if max(kinds) >= _FIXED_IDS:  # pragma: no cover - lexbor knows every one of these tags
+        raise RuntimeError("a tag the walk tells apart has no fixed lexbor id")
+    return kinds
 
 
-#: lexbor tag id → :func:`_kind_of` its name, filled as tags are met. Only the fixed ids of
-#: the HTML tags lexbor knows (small integers) are kept: an unknown element's id is made per
-#: document and is never a block, link, section or heading.
-_KINDS: dict[int, int] = {}
+#: lexbor's ids of the HTML tags it knows are small integers; an unknown element's id is made
+#: per document (a pointer) and is never a block, link, section or heading.
 _FIXED_IDS = 1 << 16
+#: lexbor tag id → the name of the tags the walk tells apart (``node.tag`` makes a new str).
+_NAMES: dict[int, str] = {}
+#: lexbor tag id → :func:`_kind_of` its name; any other id (an element the walk does not tell
+#: apart, a comment) is 0.
+_KINDS: dict[int, int] = _fixed_kinds()
+_TEXT_ID = next(tag_id for tag_id, kind in _KINDS.items() if kind == _TEXT)

@@ -23,7 +23,7 @@ from changewatch.errors import ConfigError, SchemaOutOfDateError
 from changewatch.redact import redact_url
 from changewatch.store.errors import translate_errors
 from changewatch.store.tables import metadata, simhash_band_index_names
-from changewatch.store.views import VIEW_NAMES
+from changewatch.store.views import HISTORY_VIEW, VIEW_NAMES
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -154,7 +154,7 @@ def _clear_half_created(conn: Connection, url: str) -> None:
     store never held data, so it is created again. Tables of ours that hold rows without a
     revision were not made by these migrations: refused.
     """
-    names = {*metadata.tables, *VIEW_NAMES, "alembic_version"}
+    names = {*metadata.tables, *VIEW_NAMES, HISTORY_VIEW, "alembic_version"}
     inspector = sa.inspect(conn)
     tables = sorted(set(inspector.get_table_names()) & names)
     views = sorted(set(inspector.get_view_names()) & names)

@@ -24,7 +24,13 @@ from sqlalchemy.engine import Connection, Engine
 from changewatch.errors import ConfigError
 from changewatch.store.errors import translate_errors
 from changewatch.store.tables import NAMING_CONVENTION, page_snapshots, page_versions
-from changewatch.store.views import comment_statements, create_statements, drop_statements
+from changewatch.store.views import (
+    HISTORY_VIEW,
+    comment_statements,
+    create_statements,
+    drop_statements,
+    page_history_statement,
+)
 
 __all__ = ["MAX_PARTITIONS", "partition_count", "partition_tables"]
 
@@ -120,6 +126,7 @@ def partition_tables(engine: Engine, partitions: int) -> bool:
     with translate_errors(url), engine.begin() as conn:
         if _check(conn, partitions):
             return False
+        conn.exec_driver_sql(f"DROP VIEW IF EXISTS {HISTORY_VIEW}")  # on both tables
         for statement in drop_statements():
             conn.exec_driver_sql(statement)
         foreign = _external_foreign_keys(conn)
@@ -137,6 +144,7 @@ def partition_tables(engine: Engine, partitions: int) -> bool:
         _name_partition_indexes(conn)
         for statement in create_statements("postgresql"):
             conn.exec_driver_sql(statement)
+        conn.exec_driver_sql(page_history_statement("postgresql"))
         for statement in comment_statements():
             conn.exec_driver_sql(statement.replace("%", "%%"))
         for table, name, definition in foreign:

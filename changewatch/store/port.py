@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from changewatch.fingerprint import NoiseRule
 from changewatch.schedule import DuePage
 from changewatch.values import (
     Change,
@@ -136,6 +137,33 @@ class StorePort(Protocol):
         self, keep_versions: int, older_than: timedelta, now: datetime, *, dry_run: bool = False
     ) -> PruneReport:
         """Delete old versions (never a page's current or latest ``keep_versions``)."""
+        ...
+
+    def learned_noise(self, host: str, version: int) -> frozenset[bytes]:
+        """The block keys and shapes learned as noise for a host (``volatile_blocks``)."""
+        ...
+
+    def record_noise(
+        self,
+        host: str,
+        version: int,
+        rules: Sequence[NoiseRule],
+        now: datetime,
+        *,
+        min_observations: int,
+        min_share: float,
+    ) -> None:
+        """Add what re-fetches of a host saw to its noise rules' counts."""
+        ...
+
+    def noise_rules(
+        self, host: str | None = None, *, learned_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """The noise rules (of one host), as rows of ``host_noise``."""
+        ...
+
+    def reset_noise(self, host: str) -> int:
+        """Forget a host's noise rules; how many there were."""
         ...
 
     def close(self) -> None:

@@ -19,7 +19,9 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 
 from changewatch.decide import DEFAULT_NEAR_LIMIT, check_near_distance, check_simhash, nearest
+from changewatch.fingerprint import NoiseRule
 from changewatch.schedule import DuePage
+from changewatch.store import noise as noise_sql
 from changewatch.store import schedule as schedule_sql
 from changewatch.store.errors import translate_errors
 from changewatch.store.fasttouch import FastTouch
@@ -234,6 +236,46 @@ class SnapshotStore:
             return prune_versions(
                 self.engine, keep_versions, older_than, now, dry_run=dry_run, batch_size=batch_size
             )
+
+    def learned_noise(self, host: str, version: int) -> frozenset[bytes]:
+        """The block keys and shapes learned as noise for ``host`` (:mod:`~changewatch.store.
+        noise`)."""
+        with self._reading() as conn:
+            return noise_sql.learned_noise(conn, host, version)
+
+    def record_noise(
+        self,
+        host: str,
+        version: int,
+        rules: Sequence[NoiseRule],
+        now: datetime,
+        *,
+        min_observations: int,
+        min_share: float,
+    ) -> None:
+        """Add ``rules``' counts to the host's, in one transaction."""
+        with translate_errors(self.database_url), self.engine.begin() as conn:
+            noise_sql.record_noise(
+                conn,
+                host,
+                version,
+                rules,
+                now,
+                min_observations=min_observations,
+                min_share=min_share,
+            )
+
+    def noise_rules(
+        self, host: str | None = None, *, learned_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """The rows of ``host_noise`` (of one host), learned first."""
+        with self._reading() as conn:
+            return noise_sql.noise_rules(conn, host, learned_only=learned_only)
+
+    def reset_noise(self, host: str) -> int:
+        """Forget every noise rule of ``host``; the number forgotten."""
+        with translate_errors(self.database_url), self.engine.begin() as conn:
+            return noise_sql.reset_noise(conn, host)
 
     def close(self) -> None:
         """Close every pooled connection."""

@@ -38,7 +38,9 @@ __all__ = [
     "COMMENTS",
     "SIMHASH_BANDS",
     "SIMHASH_BAND_BITS",
+    "host_noise",
     "metadata",
+    "page_chrome_changes",
     "page_snapshots",
     "page_texts",
     "page_versions",
@@ -551,3 +553,97 @@ reconcile_hosts = Table(
     comment="One row per host of a reconcile run: its counts and whether vanished was computed.",
 )
 Index("ix_reconcile_hosts_host", reconcile_hosts.c.host, reconcile_hosts.c.run_id)
+
+#: Blocks learned as noise per host (migration 0009; changewatch.fingerprint.noise): how
+#: often each block key or shape was seen and changed on re-fetches whose prose stayed the
+#: same, and since when it is learned. Rows of another fingerprint version are never used.
+host_noise = Table(
+    "host_noise",
+    metadata,
+    Column("host", String(300), primary_key=True, comment="host[:port] of the pages"),
+    Column(
+        "fingerprint_version",
+        SmallInteger,
+        primary_key=True,
+        comment="the fingerprint rules the block keys and shapes belong to",
+    ),
+    Column(
+        "kind",
+        String(5),
+        primary_key=True,
+        comment="key: a block's path and ordinal (its text changes); shape: its text with "
+        "digits as 0 (it comes and goes)",
+    ),
+    Column(
+        "value",
+        LargeBinary(8),
+        primary_key=True,
+        comment="blake2b-64 of the key or shape (Block.key / Block.shape)",
+    ),
+    Column(
+        "path",
+        Text,
+        nullable=False,
+        comment="structural path of the block when first seen (body/div/ul/li), for reading",
+    ),
+    Column(
+        "observations",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        comment="re-fetches (steps whose prose stayed the same) that saw it",
+    ),
+    Column(
+        "changes",
+        BigInteger,
+        nullable=False,
+        server_default=text("0"),
+        comment="of those, the steps in which it changed",
+    ),
+    Column("first_seen", UTCDateTime, nullable=False),
+    Column("last_seen", UTCDateTime, nullable=False),
+    Column(
+        "learned_at",
+        UTCDateTime,
+        nullable=True,
+        comment="when it met the thresholds and became noise; NULL: still observed only",
+    ),
+    CheckConstraint("kind IN ('key', 'shape')", name="kind"),
+    CheckConstraint("changes <= observations", name="changes_seen"),
+    comment="Blocks learned as noise per host (changewatch noise list / reset).",
+)
+
+#: One row per fetch that saw a page's chrome or outlinks change (migration 0009), also when
+#: its content did not (``content_changed`` false: ``should_parse`` said ``unchanged``). No
+#: foreign key: ``page_snapshots`` may be hash-partitioned. Read through the ``page_history``
+#: view (docs/sql.md).
+page_chrome_changes = Table(
+    "page_chrome_changes",
+    metadata,
+    Column("id", _BigSerial, primary_key=True, comment="surrogate key of the row"),
+    Column(
+        "url_digest",
+        LargeBinary(16),
+        nullable=False,
+        comment="the page (page_snapshots.url_digest)",
+    ),
+    Column("seen_at", UTCDateTime, nullable=False, comment="the fetch that saw the change"),
+    Column(
+        "content_changed",
+        Boolean,
+        nullable=False,
+        comment="whether that fetch also changed the content (made a page_versions row)",
+    ),
+    Column("chrome_changed", Boolean, nullable=False, comment="the chrome text changed"),
+    Column("links_changed", Boolean, nullable=False, comment="the set of outlinks changed"),
+    Column("chrome_sha256", LargeBinary(32), nullable=False, comment="the new chrome hash"),
+    Column("links_sha256", LargeBinary(32), nullable=False, comment="the new outlinks hash"),
+    CheckConstraint("chrome_changed OR links_changed", name="something_changed"),
+    comment="Fetches that saw a page's chrome or outlinks change (the content may not have).",
+)
+Index(
+    "ix_page_chrome_changes_url_digest",
+    page_chrome_changes.c.url_digest,
+    page_chrome_changes.c.seen_at,
+)
+Index("ix_page_chrome_changes_seen_at", page_chrome_changes.c.seen_at)

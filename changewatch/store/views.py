@@ -17,11 +17,13 @@ database's clock (``now()`` / ``datetime('now')``) at query time.
 from __future__ import annotations
 
 __all__ = [
+    "HISTORY_VIEW",
     "VIEW_COMMENTS",
     "VIEW_NAMES",
     "comment_statements",
     "create_statements",
     "drop_statements",
+    "page_history_statement",
 ]
 
 #: Created in this order, dropped in the reverse.
@@ -214,6 +216,52 @@ def create_statements(dialect: str) -> list[str]:
     """``CREATE VIEW`` for every view, in :data:`VIEW_NAMES` order (``dialect``: sqlite or
     postgresql)."""
     return [_BUILDERS[name](dialect).strip() for name in VIEW_NAMES]
+
+
+#: The history of content and chrome changes (migration 0009 creates it with this SQL, frozen
+#: there; not in :data:`VIEW_NAMES`, whose set migration 0004 creates).
+HISTORY_VIEW = "page_history"
+
+
+def page_history_statement(dialect: str) -> str:
+    """``page_history``: one row per change a fetch saw — of the content (``what`` =
+    ``'content'``, the version's kind and number, whether the chrome or outlinks changed
+    with it) or of the chrome or outlinks alone (``'chrome'``, ``'links'``,
+    ``'chrome+links'``; kind ``'unchanged'``, no version)."""
+    false = "false"
+    return f"""
+CREATE VIEW page_history AS
+SELECT
+    s.url AS url,
+    v.host AS host,
+    {_hex(dialect, "s.url_digest")} AS url_digest,
+    v.first_seen AS changed_at,
+    'content' AS what,
+    v.kind AS kind,
+    v.version_no AS version_no,
+    COALESCE(c.chrome_changed, {false}) AS chrome_changed,
+    COALESCE(c.links_changed, {false}) AS links_changed
+FROM page_versions v
+JOIN page_snapshots s ON s.url_digest = v.url_digest
+LEFT JOIN page_chrome_changes c
+    ON c.url_digest = v.url_digest AND c.seen_at = v.first_seen AND c.content_changed
+WHERE v.version_no > 1
+UNION ALL
+SELECT
+    s.url,
+    s.host,
+    {_hex(dialect, "s.url_digest")},
+    c.seen_at,
+    CASE WHEN c.chrome_changed AND c.links_changed THEN 'chrome+links'
+         WHEN c.chrome_changed THEN 'chrome' ELSE 'links' END,
+    'unchanged',
+    NULL,
+    c.chrome_changed,
+    c.links_changed
+FROM page_chrome_changes c
+JOIN page_snapshots s ON s.url_digest = c.url_digest
+WHERE NOT c.content_changed
+"""
 
 
 def drop_statements() -> list[str]:

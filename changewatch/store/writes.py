@@ -31,7 +31,13 @@ from changewatch.store.errors import WriteConflict, translate_errors
 from changewatch.store.history import recent_contents
 from changewatch.store.near import read_candidates, read_copies
 from changewatch.store.rates import schedule_values
-from changewatch.store.tables import SIMHASH_BANDS, UTCDateTime, page_snapshots, page_versions
+from changewatch.store.tables import (
+    SIMHASH_BANDS,
+    UTCDateTime,
+    page_chrome_changes,
+    page_snapshots,
+    page_versions,
+)
 from changewatch.store.texts import write_texts
 from changewatch.values import Change, NearCandidate, NewPage, PageText, Snapshot, Touch
 
@@ -180,6 +186,9 @@ class StoreTransaction:
                 self._touch(now, touches)
             if changes:
                 self._change(now, changes)
+            chrome = _chrome_rows(now, touches, changes)
+            if chrome:
+                self._conn.execute(sa.insert(page_chrome_changes), chrome)
             if texts:
                 write_texts(self._conn, now, texts)
 
@@ -355,6 +364,28 @@ def _params(
             "b_fpv": fp.version,
         }
     return params
+
+
+def _chrome_rows(
+    now: datetime, touches: Sequence[Touch], changes: Sequence[Change]
+) -> list[dict[str, Any]]:
+    """A ``page_chrome_changes`` row for each fetch that saw the chrome or outlinks change."""
+    rows = []
+    for op, content_changed in [(t, False) for t in touches] + [(c, True) for c in changes]:
+        state = op.chrome
+        if state is not None and (state.chrome_changed or state.links_changed):
+            rows.append(
+                {
+                    "url_digest": op.url_digest,
+                    "seen_at": now,
+                    "content_changed": content_changed,
+                    "chrome_changed": state.chrome_changed,
+                    "links_changed": state.links_changed,
+                    "chrome_sha256": state.chrome_sha256,
+                    "links_sha256": state.links_sha256,
+                }
+            )
+    return rows
 
 
 def _version_row(

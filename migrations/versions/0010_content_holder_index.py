@@ -8,7 +8,7 @@ LIMIT n``), whatever the size of the cluster. It replaces the one-column index, 
 lookup it also serves. The DDL is written out here (no live code imported).
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-12-01
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0010"
-down_revision: str | None = "0008"
+down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

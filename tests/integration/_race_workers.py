@@ -91,3 +91,22 @@ def _variant(url: str, n: int) -> str:
     elif n == 2:
         text = words(seed + 5000, 120)
     return page(text)
+
+
+def noise_worker(database_url: str, rounds: int, barrier: Any, results: Any) -> None:
+    """Add the same two noise rules' counts ``rounds`` times, all workers at once."""
+    from datetime import UTC, datetime
+
+    from changewatch.fingerprint import NoiseRule
+
+    try:
+        rules = [NoiseRule(b"k" * 8, "key", 2, 1, "body/div"), NoiseRule(b"s" * 8, "shape", 1, 1)]
+        with ChangeWatch(database_url=database_url, seen_url="memory:") as watch:
+            barrier.wait(timeout=TIMEOUT_S)
+            for _ in range(rounds):
+                watch.store.record_noise(
+                    "race.example", 4, rules, datetime.now(UTC), min_observations=10, min_share=0.5
+                )
+            results.put(("ok", rounds))
+    except BaseException:
+        results.put(("error", traceback.format_exc()))

@@ -4,10 +4,15 @@ dialects (issue 20)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch
 from changewatch.store.tables import page_snapshots
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 URL = "https://example.com/news/budget"
 STORY = "<p>The committee approved the revised budget after a long debate on Tuesday.</p>"
@@ -91,3 +96,34 @@ def test_batches_flag_like_one_by_one(watch: ChangeWatch) -> None:
     assert [(d.kind, d.chrome_changed) for d in again] == [
         ("unchanged", i % 2 == 1) for i in range(4)
     ]
+
+
+def test_chrome_only_changes_land_in_the_page_history_view(
+    watch: ChangeWatch, clock: Clock
+) -> None:
+    """page_history: a chrome-only change (what 'chrome', kind 'unchanged'), a links change
+    ('chrome+links': the menu's text moved too), then a content change that also changed the
+    chrome ('content', flagged); page_chrome_changes keeps one row per such fetch."""
+    watch.should_parse(URL, _page())
+    clock.advance(60)
+    watch.should_parse(URL, _page(banner="<aside>We are hiring!</aside>"))
+    clock.advance(60)
+    more = "<a href='/'>Home</a> <a href='/news'>News</a> <a href='/jobs'>Jobs</a>"
+    watch.should_parse(URL, _page(nav=more, banner="<aside>We are hiring!</aside>"))
+    clock.advance(60)
+    edited = watch.should_parse(URL, _page(nav=more, story=STORY.replace("approved", "rejected")))
+    assert edited.kind in ("minor", "changed")
+    query = sa.text(
+        "SELECT url, what, kind, version_no, chrome_changed, links_changed FROM page_history "
+        "ORDER BY changed_at"
+    )
+    with watch.store.engine.connect() as conn:
+        rows = [tuple(r) for r in conn.execute(query)]
+        chrome_rows = conn.execute(sa.text("SELECT count(*) FROM page_chrome_changes")).scalar()
+    assert [(r[1], r[2], r[3], bool(r[4]), bool(r[5])) for r in rows] == [
+        ("chrome", "unchanged", None, True, False),
+        ("chrome+links", "unchanged", None, True, True),
+        ("content", edited.kind, 2, True, False),
+    ]
+    assert {r[0] for r in rows} == {URL}
+    assert chrome_rows == 3

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from changewatch import ChangeWatch, url_digest
 from changewatch.store.tables import page_snapshots, page_versions
 
-from ._race_workers import URL, batch_worker, run_processes, same_page_worker
+from ._race_workers import URL, batch_worker, noise_worker, run_processes, same_page_worker
 
 WORKERS = 8
 
@@ -95,3 +95,30 @@ def test_overlapping_batches_from_eight_processes_keep_the_invariants(
         assert numbers[digest] == list(range(1, versions_decided[url] + 1)), url
         assert kinds[digest][0] == "new", url
         assert "new" not in kinds[digest][1:], url
+
+
+def _assert_noise_counts_add_up(database_url: str) -> None:
+    run_processes(noise_worker, [(database_url, 10)] * 4)
+    with ChangeWatch(database_url=database_url, seen_url="memory:") as watch:
+        rules = {r["kind"]: r for r in watch.noise_rules("race.example")}
+    assert (rules["key"]["observations"], rules["key"]["changes"]) == (80, 40)
+    assert (rules["shape"]["observations"], rules["shape"]["changes"]) == (40, 40)
+    assert rules["key"]["learned_at"] is not None  # met the thresholds on the way
+    assert rules["key"]["path"] == "body/div"
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_noise_counts_from_four_processes_add_up_on_postgres(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """4 processes × 10 upserts of the same noise rules at once: no count is lost."""
+    _assert_noise_counts_add_up(make_pg_database())
+
+
+@pytest.mark.slow
+def test_noise_counts_from_four_processes_add_up_on_sqlite(tmp_path: Path) -> None:
+    """The same on one SQLite file."""
+    url = f"sqlite:///{tmp_path}/noise.db"
+    ChangeWatch(database_url=url, seen_url="memory:").close()  # create the schema first
+    _assert_noise_counts_add_up(url)

@@ -29,7 +29,7 @@ from changewatch.store.migrate import (
     upgrade,
 )
 from changewatch.store.tables import metadata
-from changewatch.store.views import comment_statements, create_statements
+from changewatch.store.views import comment_statements, create_statements, page_history_statement
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 VERSIONS = REPO_ROOT / "migrations" / "versions"
@@ -145,6 +145,7 @@ def _live(engine: sa.Engine) -> None:
         metadata.create_all(conn)
         for statement in create_statements(dialect):
             conn.exec_driver_sql(statement)
+        conn.exec_driver_sql(page_history_statement(dialect))
         if dialect == "postgresql":
             for statement in comment_statements():
                 conn.exec_driver_sql(statement.replace("%", "%%"))

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -26,6 +27,8 @@ from changewatch.store.tables import metadata
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
+    "page_chrome_changes",
+    "host_noise",
     "page_snapshots",
     "page_texts",
     "page_versions",
@@ -223,5 +226,32 @@ def test_0007_adds_and_removes_reconcile_hosts(make_database_url: Callable[..., 
         assert "reconcile_hosts" not in _tables(engine)
         upgrade(engine)
         assert "reconcile_hosts" in _tables(engine)
+    finally:
+        engine.dispose()
+
+
+def test_0009_adds_and_removes_host_noise(make_database_url: Callable[..., str]) -> None:
+    """Migration 0009 creates host_noise (its kind checked, one row per host, version, kind
+    and value) and its downgrade drops it."""
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+    try:
+        upgrade(engine)
+        assert "host_noise" in _tables(engine)
+        row = (
+            "INSERT INTO host_noise (host, fingerprint_version, kind, value, path, observations, "
+            "changes, first_seen, last_seen) VALUES ('x.test', 4, :kind, :value, 'body/div', "
+            "3, 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+        )
+        with engine.begin() as conn:
+            conn.execute(sa.text(row), {"kind": "shape", "value": b"\x01" * 8})
+        for kind, value in (("other", b"\x02" * 8), ("shape", b"\x01" * 8)):
+            with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+                conn.execute(sa.text(row), {"kind": kind, "value": value})
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0008")
+        assert "host_noise" not in _tables(engine)
+        upgrade(engine)
+        assert "host_noise" in _tables(engine)
     finally:
         engine.dispose()

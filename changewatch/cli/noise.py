@@ -1,0 +1,74 @@
+"""``changewatch noise list`` and ``changewatch noise reset``: the blocks learned as noise per
+host (``host_noise``; ``ChangeWatch(learn_noise=True)``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich import box
+from rich.table import Table
+
+from changewatch.cli.common import Options, cell, console, echo_json, iso
+
+__all__ = ["noise"]
+
+
+@click.group()
+def noise() -> None:
+    """The blocks learned as noise per host: list them, or forget a host's."""
+
+
+@noise.command("list")
+@click.option("--host", metavar="HOST", help="Only this host (host[:port], as stored).")
+@click.option("--learned", "learned_only", is_flag=True, help="Only rules already learned.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_obj
+def list_rules(options: Options, host: str | None, learned_only: bool, as_json: bool) -> None:
+    """Every noise rule (of one host), learned first: what it is, how often it was seen and
+    changed, since when it is learned."""
+    with options.watch(allow_mixed_canon=True) as watch:
+        rows = [_row(r) for r in watch.noise_rules(host) if r["learned_at"] or not learned_only]
+    if as_json:
+        echo_json(rows)
+        return
+    table = Table(title="learned noise", box=box.SIMPLE_HEAVY, title_justify="left")
+    for column in ("host", "kind", "value", "path", "seen", "changed", "learned at"):
+        table.add_column(column, justify="right" if column in ("seen", "changed") else "left")
+    for r in rows:
+        table.add_row(
+            cell(r["host"]),
+            cell(r["kind"]),
+            cell(r["value"]),
+            cell(r["path"]),
+            cell(r["observations"]),
+            cell(r["changes"]),
+            cell(r["learned_at"] or "observing"),
+        )
+    console().print(table)
+    click.echo(f"{sum(1 for r in rows if r['learned_at'])} learned, {len(rows)} rules")
+
+
+@noise.command("reset")
+@click.option("--host", required=True, metavar="HOST", help="The host whose rules to forget.")
+@click.pass_obj
+def reset(options: Options, host: str) -> None:
+    """Forget every noise rule of a host: its blocks count in the hashes again."""
+    with options.watch(allow_mixed_canon=True) as watch:
+        removed = watch.reset_noise(host)
+    click.echo(f"forgot {removed} noise rule(s) of {host}")
+
+
+def _row(rule: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "host": rule["host"],
+        "fingerprint_version": rule["fingerprint_version"],
+        "kind": rule["kind"],
+        "value": rule["value"].hex(),
+        "path": rule["path"],
+        "observations": rule["observations"],
+        "changes": rule["changes"],
+        "first_seen": iso(rule["first_seen"]),
+        "last_seen": iso(rule["last_seen"]),
+        "learned_at": iso(rule["learned_at"]),
+    }
