@@ -54,6 +54,7 @@ _PATH_GROUPS = {
     "normalised": "normalised",
     "refingerprint": "normalised",
     "simhash": "changed",
+    "binary": "changed",
     "new": "changed",
 }
 
