@@ -220,3 +220,56 @@ def test_documented_table_columns_exist(table: str) -> None:
     real = [c.name for c in metadata.tables[table].columns]
     assert documented == [c for c in real if c in documented]
     assert len(documented) >= 13
+
+
+ROOT = DOC.parents[1]
+TAGS = re.compile(r"^-- (postgres-only|sqlite-only)$", re.M)
+
+
+def _doc_blocks() -> list[tuple[str, str, set[str]]]:
+    """(file, block, tags) of every ```sql block of README.md and docs/*.md but docs/sql.md,
+    whose named queries the tests above run one by one."""
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        if path == DOC:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"```sql\n(.*?)```", text, re.S):
+            found.append((path.relative_to(ROOT).as_posix(), block, set(TAGS.findall(block))))
+    return found
+
+
+def _statements(block: str) -> list[str]:
+    """The statements of a block: split at each ``;`` ending a line."""
+    return [s.strip() for s in re.split(r";\s*$", block, flags=re.M) if s.strip("\n ")]
+
+
+def test_sql_blocks_are_found_in_readme_and_docs() -> None:
+    """README, docs/reconcile.md and docs/storage.md hold SQL blocks; each tag is one or none."""
+    blocks = _doc_blocks()
+    assert {f for f, _, _ in blocks} >= {"README.md", "docs/reconcile.md", "docs/storage.md"}
+    assert all(len(tags) <= 1 for _, _, tags in blocks)
+
+
+def test_every_sql_block_of_readme_and_docs_runs(watch: ChangeWatch, clock: Clock) -> None:
+    """Every statement of every SQL block of README.md and docs/ runs on each database its tag
+    allows (untagged: both), on a store with pages and a reconcile run."""
+    populate(watch, clock)
+    dialect = watch.store.dialect
+    skip = "sqlite-only" if dialect == "postgresql" else "postgres-only"
+    ran = 0
+    with watch.store.engine.connect() as conn:
+        for where, block, tags in _doc_blocks():
+            if skip in tags:
+                continue
+            for statement in _statements(block):
+                sql = statement.replace("%", "%%") if dialect == "postgresql" else statement
+                try:
+                    conn.exec_driver_sql(sql).all()
+                except sa.exc.DBAPIError as exc:
+                    raise AssertionError(
+                        f"{where}: an SQL block fails on {dialect}:\n{statement}\n{exc}"
+                    ) from exc
+                ran += 1
+            conn.rollback()
+    assert ran >= 12
