@@ -131,7 +131,8 @@ def history(options: Options, url: str, as_json: bool) -> None:
     elif not versions:
         click.echo(f"no history for {canonical}: it was never stored")
     else:
-        console().print(versions_table(versions, f"history of {canonical}"))
+        out = console()
+        out.print(versions_table(versions, f"history of {canonical}", out.width))
 
 
 @click.command()
