@@ -9,6 +9,7 @@ import os
 import random
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from ._cli import RUN_TIMEOUT_S, Run, clean_env, script
+from ._site import CountingSite
 
 URL = "https://example.com/reports/annual-report-of-the-cycling-club-2026?edition=full"
 ISO_SECONDS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
@@ -276,3 +278,60 @@ def test_reconcile_progress_on_a_terminal_only(sitemaps: _Sitemaps, tmp_path: Pa
     for words in ("sitemaps read", "URLs listed", "URLs/s"):
         assert words in shown, shown
     assert "sitemaps read" not in _on_a_terminal([*args, "--json"], tmp_path)
+
+
+# -- Scrapy -----------------------------------------------------------------------------------
+
+CRAWLER = Path(__file__).with_name("_scrapy_crawl.py")
+
+
+def _scrapy(tmp_path: Path, start: str, settings: dict[str, Any]) -> tuple[int, str]:
+    """One real Scrapy crawl in a subprocess: its exit status and its log."""
+    config = tmp_path / "crawl.json"
+    out = tmp_path / "crawl.out.json"
+    config.write_text(json.dumps({"start_urls": [start], "settings": settings, "out": str(out)}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHANGEWATCH_")}
+    proc = subprocess.run(
+        [sys.executable, str(CRAWLER), str(config)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_scrapy_decision_log_lines_carry_kind_path_and_distance(tmp_path: Path) -> None:
+    """Under Scrapy's own log format a decision line says its kind, path and distance."""
+    with CountingSite({"/": "<html><body><p>one page, no links</p></body></html>"}) as site:
+        _, log = _scrapy(
+            tmp_path,
+            f"{site.base}/",
+            {
+                "LOG_LEVEL": "DEBUG",
+                "DOWNLOADER_MIDDLEWARES": {"changewatch.scrapy.ChangewatchMiddleware": 580},
+                "CHANGEWATCH_DATABASE_URL": f"sqlite:///{tmp_path / 'cw.db'}",
+            },
+        )
+    lines = [line for line in log.splitlines() if "[changewatch.decisions]" in line]
+    assert len(lines) == 1, log[-3000:]
+    assert "decision kind=new path=new distance=- url=" in lines[0]
+
+
+def test_scrapy_setting_error_is_its_own_message(tmp_path: Path) -> None:
+    """A ``file:`` seen-set URL naming no file, without JOBDIR: the first error of the crawl's
+    log names it (it was buried under ``RuntimeError: Engine slot not assigned``)."""
+    _, log = _scrapy(
+        tmp_path,
+        "http://127.0.0.1:9/",
+        {
+            "DUPEFILTER_CLASS": "changewatch.scrapy.ChangewatchDupeFilter",
+            "CHANGEWATCH_SEEN_URL": "file:?kind=bloom",
+        },
+    )
+    errors = [line for line in log.splitlines() if re.search(r"\] (ERROR|CRITICAL):", line)]
+    assert errors, log[-3000:]
+    assert "changewatch setting error, the crawl cannot start" in errors[0], log[-3000:]
+    assert "names no file, and JOBDIR is not set" in errors[0]
