@@ -116,7 +116,8 @@ def open_seen_set(url: str, *, clock: Clock | None = None) -> SeenSet:
             from changewatch.seen.redis import open_redis_seen_set
         except ModuleNotFoundError as exc:  # the optional driver is not installed
             raise parsed.error(
-                "redis:// seen-sets need the redis extra: pip install 'changewatch[redis]'"
+                "redis:// seen-sets need the redis extra: pip install 'changewatch-crawl[redis]' "
+                "(from a checkout: pip install -e '.[redis]')"
             ) from exc
         return open_redis_seen_set(parsed, clock=clock)
     raise parsed.error(f"unknown scheme {parsed.scheme!r} (expected memory:, file: or redis://)")
