@@ -146,8 +146,9 @@ def _looks_binary(body: bytes) -> bool:
 
     UTF-16 or UTF-32 text without a byte-order mark has NUL bytes at every second (or
     fourth) position; such a body is left to the decoder. A body that opens with markup
-    (``<`` after any whitespace, WHATWG MIME Sniffing §7.1) may hold a stray control byte:
-    it is binary only when they are at least 5 % of its first bytes (random bytes: ≈ 10 %).
+    (``<`` after any whitespace, WHATWG MIME Sniffing §7.1) may hold stray control bytes:
+    it is binary only when they are at least 5 % of its first bytes and bytes above 0x7F at
+    least 35 % (random bytes: ≈ 10 % and ≈ 50 %).
 
     >>> _looks_binary(b"<p>caf\\xe9</p>"), _looks_binary(bytes(range(256)))
     (False, True)
@@ -163,7 +164,10 @@ def _looks_binary(body: bytes) -> bool:
     if head.count(0) * 3 >= len(head) and (not any(head[0::2]) or not any(head[1::2])):
         return False  # NULs at every second byte: ASCII text in UTF-16 or UTF-32
     if head.lstrip(b"\t\n\x0c\r ")[:1] == b"<":
-        return controls * 20 >= len(head)
+        # Markup with stray controls (a NUL in a page) is text; random bytes that happen to
+        # open with "<" have ≈ 10 % controls and ≈ 50 % bytes above 0x7F.
+        high = sum(1 for b in head if b >= 0x80)
+        return controls * 20 >= len(head) and high * 100 >= 35 * len(head)
     return True
 
 

@@ -89,7 +89,8 @@ def test_random_bytes_are_binary_whatever_the_seed() -> None:
         b"plain text, tabs\tand\r\nnew lines\x0c",
         b"",
     ]
-    + [b"<p>" + b"x" * 200 + bytes([c]) + b"</p>" for c in (0x00, 0x01, 0x08, 0x0B, 0x1F)],
+    + [b"<p>" + b"x" * 200 + bytes([c]) + b"</p>" for c in (0x00, 0x01, 0x08, 0x0B, 0x1F)]
+    + [b"<p>a\x00b</p>\x00<p>c</p>", b"<p>a\xc3\x00\x80b \xe2\x82\x00\xac</p>"],
 )
 def test_text_is_not_binary(body: bytes) -> None:
     """HTML and text in any encoding (UTF-16/32 with or without a BOM, ISO-2022 escapes, a
