@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -251,13 +252,45 @@ def test_sql_blocks_are_found_in_readme_and_docs() -> None:
     assert all(len(tags) <= 1 for _, _, tags in blocks)
 
 
+def _reconcile_with_a_stale_page(watch: ChangeWatch, clock: Clock) -> None:
+    """One complete reconcile run of SHOP: FLIP listed with a lastmod 36 hours after its
+    last fetch (stale), a page never stored (missing)."""
+    from changewatch.reconcile import StaticSource, run_reconcile
+    from changewatch.sitemaps.model import SitemapURL
+    from changewatch.store.reconcile import ReconcileStore
+
+    last_seen = watch.history(FLIP)[-1].last_seen
+    sitemap = f"https://{SHOP}/sitemap.xml"
+    listed = [
+        SitemapURL(FLIP, last_seen + timedelta(hours=36), sitemap),
+        SitemapURL(f"https://{SHOP}/never-fetched", None, sitemap),
+    ]
+    run_reconcile(
+        StaticSource(listed, frozenset({SHOP})),
+        store=ReconcileStore(watch.store),
+        clock=clock,
+        sites=[f"https://{SHOP}"],
+        shrink_guard=None,
+    )
+
+
+def _check_behind(dialect: str, rows: list[Any]) -> None:
+    """The stale query answers how far behind, in time: 1.5 days (SQLite once said 73)."""
+    assert len(rows) == 1, rows
+    behind = rows[0][1]
+    days = behind / timedelta(days=1) if dialect == "postgresql" else float(behind)
+    assert days == pytest.approx(1.5, abs=1e-3), behind
+
+
 def test_every_sql_block_of_readme_and_docs_runs(watch: ChangeWatch, clock: Clock) -> None:
     """Every statement of every SQL block of README.md and docs/ runs on each database its tag
-    allows (untagged: both), on a store with pages and a reconcile run."""
+    allows (untagged: both), on a store with pages and a reconcile run; the stale query
+    answers in days on SQLite, as an interval on Postgres."""
     populate(watch, clock)
+    _reconcile_with_a_stale_page(watch, clock)
     dialect = watch.store.dialect
     skip = "sqlite-only" if dialect == "postgresql" else "postgres-only"
-    ran = 0
+    ran = behind_checked = 0
     with watch.store.engine.connect() as conn:
         for where, block, tags in _doc_blocks():
             if skip in tags:
@@ -265,11 +298,15 @@ def test_every_sql_block_of_readme_and_docs_runs(watch: ChangeWatch, clock: Cloc
             for statement in _statements(block):
                 sql = statement.replace("%", "%%") if dialect == "postgresql" else statement
                 try:
-                    conn.exec_driver_sql(sql).all()
+                    rows = list(conn.exec_driver_sql(sql).all())
                 except sa.exc.DBAPIError as exc:
                     raise AssertionError(
                         f"{where}: an SQL block fails on {dialect}:\n{statement}\n{exc}"
                     ) from exc
+                if "how far behind the sitemap" in statement:
+                    _check_behind(dialect, rows)
+                    behind_checked += 1
                 ran += 1
             conn.rollback()
     assert ran >= 12
+    assert behind_checked == 1
