@@ -37,7 +37,7 @@ from changewatch.config import (
 from changewatch.errors import ChangewatchError
 from changewatch.logs import configure_logging
 
-__all__ = ["main"]
+__all__ = ["hoist_global_options", "main"]
 
 
 #: The global options that take a value; they are also understood after the subcommand.
