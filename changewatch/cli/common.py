@@ -20,7 +20,7 @@ from rich.text import Text
 
 from changewatch.config import Settings, load_settings, terminal_columns
 from changewatch.errors import ChangewatchError
-from changewatch.redact import scrub, url_secret
+from changewatch.redact import redact_url, scrub, url_secret
 from changewatch.schedule import parse_duration
 from changewatch.seen import check_seen_url
 from changewatch.values import Decision, Version
@@ -44,6 +44,7 @@ __all__ = [
     "secrets",
     "version_json",
     "versions_table",
+    "warn_unusable_seen_set",
 ]
 
 KIND_STYLES = {
@@ -90,6 +91,23 @@ class Options:
             flip_window=s.flip_window,
             fingerprint_policy=s.fingerprint_policy,
             seen_on_error=s.seen_on_error,
+        )
+
+
+def warn_unusable_seen_set(watch: ChangeWatch, seen_url: str, secrets: Sequence[str]) -> None:
+    """For a command that does not need the seen-set: if it is a shared one (Redis) that
+    cannot be used, say so on stderr — a warning, the command's own work is done. Local
+    ``file:`` / ``memory:`` seen-sets are not opened (that would write the file)."""
+    if seen_url.startswith(("file:", "memory:")):
+        return
+    hidden = [*secrets, *filter(None, [url_secret(seen_url)])]
+    try:
+        watch.seen.stats()
+    except ChangewatchError as exc:
+        click.echo(
+            f"changewatch: warning: the seen-set ({clean(redact_url(seen_url), hidden)}) cannot "
+            f"be used: {clean(str(exc), hidden)}",
+            err=True,
         )
 
 

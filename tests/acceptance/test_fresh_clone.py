@@ -166,6 +166,18 @@ def test_stats_says_a_shared_seen_set_does_not_answer(run: Run) -> None:
     assert "the seen-set (redis://127.0.0.1:1/0" in proc.stderr
 
 
+def test_check_warns_that_a_shared_seen_set_does_not_answer(run: Run, tmp_path: Path) -> None:
+    """check needs no seen-set, so an unreachable Redis one is a warning: the page is still
+    recorded (exit 0), and the password of the URL is never shown."""
+    page = _file(tmp_path, "p.html", b"<p>hello</p>")
+    url = "redis://:hunter2@127.0.0.1:1/0?timeout=1"
+    proc = run("check", URL, "--file", page, "--json", CHANGEWATCH_SEEN_URL=url)
+    assert _json(proc)["kind"] == "new"
+    assert "changewatch: warning: the seen-set (redis://" in proc.stderr
+    assert "cannot be used" in proc.stderr
+    assert "hunter2" not in proc.stderr
+
+
 def test_seen_url_help_lists_every_scheme(run: Run) -> None:
     """``--help`` names every seen-set scheme."""
     out = _unwrapped(run("--help").stdout)
