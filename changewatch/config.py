@@ -35,6 +35,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -62,6 +63,7 @@ __all__ = [
     "DEFAULT_MAX_PAGE_BYTES",
     "DEFAULT_MINOR_DISTANCE",
     "DEFAULT_SEEN_URL",
+    "KNOWN_VARIABLES",
     "LOG_FORMATS",
     "LOG_LEVELS",
     "SEEN_ON_ERROR",
@@ -77,6 +79,8 @@ __all__ = [
     "load_fingerprint_policy",
     "load_log_settings",
     "load_settings",
+    "misspelt_variables",
+    "terminal_columns",
     "watch_arguments",
 ]
 
@@ -408,6 +412,53 @@ class LogSettings:
             raise ConfigError(
                 f"CHANGEWATCH_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.level!r}"
             )
+
+
+#: Every ``CHANGEWATCH_*`` variable changewatch or its test suite reads.
+KNOWN_VARIABLES = (
+    "CHANGEWATCH_CANON_POLICY",
+    "CHANGEWATCH_CORPUS",
+    "CHANGEWATCH_DATABASE_URL",
+    "CHANGEWATCH_FLIP_WINDOW",
+    "CHANGEWATCH_LOG_FORMAT",
+    "CHANGEWATCH_LOG_LEVEL",
+    "CHANGEWATCH_MAX_PAGE_BYTES",
+    "CHANGEWATCH_MINOR_DISTANCE",
+    "CHANGEWATCH_SEEN_ON_ERROR",
+    "CHANGEWATCH_SEEN_URL",
+    "CHANGEWATCH_STORE_TEXT",
+    "CHANGEWATCH_TEST_DATABASE_URL",
+    "CHANGEWATCH_TEST_PARTITIONS",
+    "CHANGEWATCH_TEST_REDIS_URL",
+    "CHANGEWATCH_URL_POLICY",
+)
+
+
+def misspelt_variables(environ: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """Each set ``CHANGEWATCH_*`` variable changewatch does not read, with the known name
+    closest to it (``None`` when none is close): a typo is otherwise silently ignored.
+
+    >>> misspelt_variables({"CHANGEWATCH_DATABSE_URL": "sqlite://", "CHANGEWATCH_SEEN_URL": ""})
+    [('CHANGEWATCH_DATABSE_URL', 'CHANGEWATCH_DATABASE_URL')]
+    """
+    env = os.environ if environ is None else environ
+    found = []
+    for name in sorted(env):
+        if name.startswith("CHANGEWATCH_") and name not in KNOWN_VARIABLES:
+            close = difflib.get_close_matches(name, KNOWN_VARIABLES, n=1, cutoff=0.8)
+            found.append((name, close[0] if close else None))
+    return found
+
+
+def terminal_columns(environ: Mapping[str, str] | None = None) -> int | None:
+    """``COLUMNS`` as a positive width, or ``None`` when unset or not a number.
+
+    >>> terminal_columns({"COLUMNS": "80"}), terminal_columns({"COLUMNS": "wide"})
+    (80, None)
+    """
+    env = os.environ if environ is None else environ
+    text = env.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
 
 
 def load_log_settings(environ: Mapping[str, str] | None = None) -> LogSettings:

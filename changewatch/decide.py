@@ -9,7 +9,7 @@ to end"), cheapest step first:
 3. no stored row → ``new`` (:class:`DuplicatePool` names another URL with the same content,
    else the nearest page within the minor distance);
 4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed`` (a binary
-   body has no SimHash: other bytes are always ``changed``).
+   body has no SimHash: other bytes are always ``changed``, path ``binary``, no distance).
 
 A row fingerprinted under older rules (``fingerprint_version``) cannot be compared by the
 new content hash. If the page's bytes equal the stored raw hash, or its content hash under
@@ -96,10 +96,13 @@ def decide_new(
     page: FetchedPage, host: str, url: str | None, canon_version: int
 ) -> tuple[Decision, NewPage]:
     """A page the store does not hold: ``new``, and the row to insert (``url`` as kept by the
-    URL-storage policy). ``duplicate_of`` is filled in later, by a :class:`DuplicatePool`."""
+    URL-storage policy). ``duplicate_of`` is filled in later, by a :class:`DuplicatePool`.
+    A binary body's path is ``binary`` (it was hashed as bytes, not parsed)."""
     fp = page.fingerprint()
     write = NewPage(page.digest, host, url, canon_version, fp, page.etag, page.last_modified)
-    return Decision("new", page.url, page.digest, fp.content_sha256, fp.simhash), write
+    path: DecisionPath = "binary" if fp.binary else "new"
+    decision = Decision("new", page.url, page.digest, fp.content_sha256, fp.simhash, path=path)
+    return decision, write
 
 
 def decide_stored(
@@ -146,8 +149,11 @@ def decide_stored(
     fp = page.fingerprint()
     state = chrome_state(page, snap)
     chrome_changed, links_changed = _flags(state)
-    distance = hamming(fp.simhash, snap.simhash)
-    kind: DecisionKind = "minor" if distance <= minor_distance and not fp.binary else "changed"
+    # A binary body has no SimHash: other bytes are a change, at no distance (path "binary").
+    distance = None if fp.binary else hamming(fp.simhash, snap.simhash)
+    kind: DecisionKind = (
+        "minor" if distance is not None and distance <= minor_distance else "changed"
+    )
     change = Change(
         page.digest,
         snap.version_count,
@@ -167,7 +173,7 @@ def decide_stored(
         fp.content_sha256,
         fp.simhash,
         distance=distance,
-        path="simhash",
+        path="binary" if fp.binary else "simhash",
         version=snap.version_count + 1,
         chrome_changed=chrome_changed,
         links_changed=links_changed,

@@ -43,7 +43,9 @@ def _fields(record: logging.LogRecord) -> Iterator[tuple[str, Any]]:
     yield "ts", ts.replace("+00:00", "Z")
     yield "level", record.levelname.lower()
     yield "logger", record.name
-    yield "msg", _mask(record.getMessage())
+    # A record may name its event apart from a message written for other formatters.
+    event = getattr(record, "event", None)
+    yield "msg", _mask(event if isinstance(event, str) else record.getMessage())
     extra = getattr(record, "fields", None)
     if isinstance(extra, dict):
         for key, value in extra.items():

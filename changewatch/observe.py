@@ -54,6 +54,7 @@ _PATH_GROUPS = {
     "normalised": "normalised",
     "refingerprint": "normalised",
     "simhash": "changed",
+    "binary": "changed",
     "new": "changed",
 }
 
@@ -178,6 +179,10 @@ def report_seen_error(observer: Observer) -> None:
     observer.on_error("seen")
 
 
+#: The fields a decision's log message itself carries.
+_SUMMARY = ("kind", "path", "distance", "url")
+
+
 def _log_decisions(decisions: Sequence[Decision], seconds: float, policy: str) -> None:
     ms = round(seconds * 1000, 3)
     for d in decisions:
@@ -190,4 +195,7 @@ def _log_decisions(decisions: Sequence[Decision], seconds: float, policy: str) -
             "batch": len(decisions),
             "url": loggable_url(d.url, policy),
         }
-        decision_log.debug("decision", extra={"fields": fields})
+        # Formatters of other frameworks (Scrapy's LOG_FORMAT) print only the message, so it
+        # carries the fields that matter; changewatch's own print "decision" and every field.
+        summary = " ".join(f"{k}={'-' if fields[k] is None else fields[k]}" for k in _SUMMARY)
+        decision_log.debug("decision %s", summary, extra={"fields": fields, "event": "decision"})

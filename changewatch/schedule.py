@@ -19,13 +19,22 @@ smaller bias than the plain maximum-likelihood −ln(1 − X/n) / I. changewatch
 no history scan. Its limit: the formula assumes regular polling. With irregular intervals it
 is a mean-interval approximation (long gaps are under-weighted); docs/scheduling.md says more.
 
-Priors, because the estimator has nothing to say in two cases:
+A prior, because the estimator alone misleads in two cases: a page fetched once (``n = 0``)
+has no estimate, and a page fetched twice seconds apart has a tiny ``I``, so one change — or,
+with the continuity correction, none — reads as tens of thousands of changes a day. The
+estimate is therefore shrunk towards :data:`DEFAULT_PRIOR_RATE_PER_DAY` the way a Gamma prior
+shrinks a Poisson rate (posterior mean ``(α + k) / (β + T)``): the prior counts as
+:data:`PRIOR_CHANGES` changes seen over ``PRIOR_CHANGES / prior`` days (half a change in half a
+day), and the changes Cho and Garcia-Molina's estimator infers, ``X̂ = r̂·T =
+−n·ln((n − X + 0.5)/(n + 0.5))``, are added to it:
 
-* a page fetched once (``n = 0``, or no time elapsed) gets :data:`DEFAULT_PRIOR_RATE_PER_DAY`;
-* a page that never changed (``X = 0``) would get r̂ = 0 and never be due again; it is
-  counted as half a change instead (X = 0.5, the same continuity correction the estimator
-  already applies), so its rate falls like ``≈ 0.5 / span``: the longer a page is observed
-  unchanged, the more rarely it is re-checked, but never never.
+    r = (X̂ + ½) / (T + ½ / prior)
+
+So a page fetched once gets the prior; a page never seen to change (``X = 0``, so ``X̂ = 0``)
+gets ``½ / (T + ½)`` — below the prior as soon as any time has passed, falling like ``≈ 0.5 /
+T`` (the longer a page is seen unchanged, the more rarely it is re-checked, but never never);
+re-fetches seconds apart move the estimate by at most a few changes a day; and after days of
+observation the prior's half change is noise beside the data.
 
 The probability that a page changed since its last fetch is ``1 − e^(−r̂·Δt)``. Ordering by
 it is ordering by ``r̂·Δt``, which no single index can serve for every ``now``; so each row
@@ -47,11 +56,13 @@ __all__ = [
     "DAY_S",
     "DEFAULT_PRIOR_RATE_PER_DAY",
     "DUE_PROBABILITY",
+    "PRIOR_CHANGES",
     "RATE_BAND_FACTOR",
     "DuePage",
     "change_probability",
     "change_rate",
     "due_in_days",
+    "inferred_changes",
     "parse_duration",
     "rank_due",
     "rate_band",
@@ -64,8 +75,9 @@ DAY_S = 86_400.0
 DEFAULT_PRIOR_RATE_PER_DAY = 1.0
 #: ``due_at`` is when the probability of a change since the last fetch reaches this.
 DUE_PROBABILITY = 0.5
-#: Changes counted for a page that never changed (see the module docstring).
-NEVER_CHANGED_PRIOR = 0.5
+#: The weight of the prior, in changes: it counts as this many changes seen over
+#: ``PRIOR_CHANGES / prior`` days (see the module docstring).
+PRIOR_CHANGES = 0.5
 #: Rate bands per doubling of the rate: a band spans a factor 2 ** (1 / 2) ≈ 1.41.
 RATE_BANDS_PER_DOUBLING = 2
 #: The ratio of the highest to the lowest rate of a band.
@@ -74,32 +86,54 @@ RATE_BAND_FACTOR = 2 ** (1 / RATE_BANDS_PER_DOUBLING)
 MIN_RATE_BAND, MAX_RATE_BAND = -40, 40
 
 
+def inferred_changes(intervals: int, changes: int) -> float:
+    """Changes a page made over ``n = intervals`` fetch intervals, ``X = changes`` of which saw
+    one: Cho & Garcia-Molina's ``X̂ = −n·ln((n − X + 0.5) / (n + 0.5))`` (``X`` capped at ``n``),
+    more than ``X`` because an interval that saw a change may have held several.
+
+    >>> round(inferred_changes(10, 5), 4), inferred_changes(10, 0), inferred_changes(0, 0)
+    (6.4663, 0.0, 0.0)
+    """
+    if intervals <= 0 or changes <= 0:
+        return 0.0
+    n, x = float(intervals), float(min(changes, intervals))
+    return -n * math.log((n - x + 0.5) / (n + 0.5))
+
+
 def change_rate(
     intervals: int,
     changes: int,
     observed_days: float,
     prior: float = DEFAULT_PRIOR_RATE_PER_DAY,
 ) -> float:
-    """Cho & Garcia-Molina's change-rate estimate, in changes per day.
+    """A page's change rate in changes per day: r = (X̂ + ½) / (T + ½ / prior).
 
-    r̂ = −ln((n − X + 0.5) / (n + 0.5)) / I with ``n = intervals`` (fetches after the first),
-    ``X = changes`` (fetches that saw a change; 0 counts as 0.5, capped at ``n``) and
-    ``I = observed_days / n``. ``prior`` when ``n`` or ``observed_days`` is not positive.
+    ``X̂`` is :func:`inferred_changes` of ``n = intervals`` (fetches after the first) and
+    ``X = changes`` (fetches that saw a change); ``T = observed_days`` (negative counts as 0);
+    the half change over ``½ / prior`` days is the prior (see the module docstring). A page
+    fetched once (``n ≤ 0``) gets ``prior``; a page never seen to change never gets more.
 
     >>> round(change_rate(10, 5, 10.0), 4)    # half the daily fetches saw a change
-    0.6466
+    0.6635
     >>> round(5 / 10.0, 4)                    # the naive X/T, biased low
     0.5
     >>> round(change_rate(10, 10, 10.0), 4)   # every fetch saw one: large but finite
-    3.0445
+    2.9472
     >>> change_rate(0, 0, 0.0)                # one fetch: the prior
     1.0
+    >>> change_rate(1, 0, 0.5 / 86_400) < 1.0     # unchanged, re-fetched 0.5 s later
+    True
+    >>> round(change_rate(1, 1, 60 / 86_400), 4)    # changed within a minute
+    3.1928
     """
-    if intervals <= 0 or observed_days <= 0:
+    if prior <= 0:
+        raise ValueError(f"prior must be positive, got {prior!r}")
+    if intervals <= 0:
         return prior
-    x = min(float(changes) if changes > 0 else NEVER_CHANGED_PRIOR, float(intervals))
-    mean_interval = observed_days / intervals
-    return -math.log((intervals - x + 0.5) / (intervals + 0.5)) / mean_interval
+    pseudo_days = PRIOR_CHANGES / prior
+    return (inferred_changes(intervals, changes) + PRIOR_CHANGES) / (
+        max(observed_days, 0.0) + pseudo_days
+    )
 
 
 def change_probability(rate_per_day: float, elapsed_days: float) -> float:

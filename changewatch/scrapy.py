@@ -39,6 +39,7 @@ from changewatch.scrapy_dupefilter import (
     URL_KEYED_METHODS,
     ChangewatchDupeFilter,
     ChangewatchFailureMiddleware,
+    reported_setting_errors,
     request_failed,
     request_key,
     retry_url_for,
@@ -198,6 +199,7 @@ class ChangewatchMiddleware:
         self._warned = False
 
     @classmethod
+    @reported_setting_errors
     def from_crawler(cls, crawler: Any) -> ChangewatchMiddleware:
         """Build a :class:`ChangeWatch` from the crawler's ``CHANGEWATCH_*`` settings."""
         from changewatch.watch import ChangeWatch

@@ -29,10 +29,12 @@ stays filtered (no refetch loop).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from scrapy import signals
 from scrapy.utils.job import job_dir
@@ -72,6 +74,28 @@ request_failed = object()
 _REQUEST_KEY_PREFIX = b"\x00changewatch-scrapy-request-v1\x00"
 
 OnSeenError = Literal["raise", "assume-new"]
+
+_T = TypeVar("_T")
+
+
+def reported_setting_errors(build: Callable[..., _T]) -> Callable[..., _T]:
+    """Wrap a ``from_crawler``: a :class:`ConfigError` (a changewatch setting that cannot
+    work) is logged as one ERROR line naming it before it propagates — Scrapy would otherwise
+    bury it under ``RuntimeError: Engine slot not assigned`` while shutting the engine down."""
+
+    @functools.wraps(build)
+    def wrapper(*args: Any, **kwargs: Any) -> _T:
+        try:
+            return build(*args, **kwargs)
+        except ConfigError as exc:
+            logging.getLogger("changewatch.scrapy").error(
+                "changewatch setting error, the crawl cannot start: %s", exc
+            )
+            raise
+
+    return wrapper
+
+
 KeyBy = Literal["url", "fingerprint"]
 
 
@@ -234,6 +258,7 @@ class ChangewatchDupeFilter:
         self.logger = logging.getLogger("changewatch.scrapy")
 
     @classmethod
+    @reported_setting_errors
     def from_crawler(cls, crawler: Any) -> ChangewatchDupeFilter:
         """Build from the crawler's settings, stats and request fingerprinter."""
         settings = crawler.settings
@@ -429,6 +454,7 @@ class ChangewatchFailureMiddleware:
         self.crawler = crawler
 
     @classmethod
+    @reported_setting_errors
     def from_crawler(cls, crawler: Any) -> ChangewatchFailureMiddleware:
         """Keep the crawler, to send the signal."""
         return cls(crawler)

@@ -51,13 +51,16 @@ __all__ = [
 DecisionKind = Literal["new", "changed", "minor", "unchanged"]
 KINDS: tuple[DecisionKind, ...] = ("new", "changed", "minor", "unchanged")
 #: How a decision was reached (``Decision.path``).
-DecisionPath = Literal["raw", "normalised", "refingerprint", "not-modified", "simhash", "new"]
+DecisionPath = Literal[
+    "raw", "normalised", "refingerprint", "not-modified", "simhash", "binary", "new"
+]
 PATHS: tuple[DecisionPath, ...] = (
     "raw",
     "normalised",
     "refingerprint",
     "not-modified",
     "simhash",
+    "binary",
     "new",
 )
 
@@ -111,7 +114,10 @@ class Decision:
     digest in hex when the URL-storage policy keeps no URL); ``path`` says how the answer
     was reached: ``"raw"`` (identical bytes, nothing parsed), ``"normalised"`` (same visible
     text), ``"refingerprint"`` (identical bytes of a row stored under older fingerprint
-    rules, re-keyed), ``"not-modified"`` (an HTTP 304, no body), ``"simhash"`` or ``"new"``.
+    rules, re-keyed), ``"not-modified"`` (an HTTP 304, no body), ``"simhash"``, ``"binary"``
+    (a body that is not HTML — PDF, image, archive, executable — hashed as bytes and never
+    parsed: ``new`` or, for other bytes, ``changed`` with ``distance`` ``None``, binaries
+    having no SimHash) or ``"new"``.
     ``reverted_to`` is, for a ``changed`` or ``minor`` page, the number of an earlier version
     (among the last ``flip_window``) whose normalised content it equals again — a flip-flop;
     ``None`` otherwise. ``chrome_changed``/``links_changed``: the page's chrome (menus,
@@ -235,7 +241,7 @@ class Change:
     expected_versions: int
     fp: Fingerprint
     kind: DecisionKind
-    distance: int
+    distance: int | None
     previous_last_seen: datetime
     etag: str | None = None
     last_modified: str | None = None

@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import click
 from rich import box
@@ -18,14 +18,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from changewatch.config import Settings, load_settings
+from changewatch.config import Settings, load_settings, terminal_columns
 from changewatch.errors import ChangewatchError
-from changewatch.redact import scrub, url_secret
+from changewatch.redact import redact_url, scrub, url_secret
 from changewatch.schedule import parse_duration
+from changewatch.seen import check_seen_url
 from changewatch.values import Decision, Version
 from changewatch.watch import ChangeWatch
 
 __all__ = [
+    "Column",
     "Options",
     "cell",
     "clean",
@@ -34,6 +36,7 @@ __all__ = [
     "duration_option",
     "echo_json",
     "fields_table",
+    "fitted_table",
     "iso",
     "kind_text",
     "positive_duration_option",
@@ -41,6 +44,7 @@ __all__ = [
     "secrets",
     "version_json",
     "versions_table",
+    "warn_unusable_seen_set",
 ]
 
 KIND_STYLES = {
@@ -72,6 +76,9 @@ class Options:
 
     def watch(self, *, allow_mixed_canon: bool = False) -> ChangeWatch:
         s = self.settings()
+        # A seen-set URL that cannot work is an error of every command, also of those that
+        # never open the seen-set (it is opened lazily): no I/O, only its form is checked.
+        check_seen_url(s.seen_url)
         return ChangeWatch(
             s.database_url,
             s.seen_url,
@@ -85,6 +92,23 @@ class Options:
             fingerprint_policy=s.fingerprint_policy,
             seen_on_error=s.seen_on_error,
             learn_noise=s.learn_noise,
+        )
+
+
+def warn_unusable_seen_set(watch: ChangeWatch, seen_url: str, secrets: Sequence[str]) -> None:
+    """For a command that does not need the seen-set: if it is a shared one (Redis) that
+    cannot be used, say so on stderr — a warning, the command's own work is done. Local
+    ``file:`` / ``memory:`` seen-sets are not opened (that would write the file)."""
+    if seen_url.startswith(("file:", "memory:")):
+        return
+    hidden = [*secrets, *filter(None, [url_secret(seen_url)])]
+    try:
+        watch.seen.stats()
+    except ChangewatchError as exc:
+        click.echo(
+            f"changewatch: warning: the seen-set ({clean(redact_url(seen_url), hidden)}) cannot "
+            f"be used: {clean(str(exc), hidden)}",
+            err=True,
         )
 
 
@@ -133,9 +157,85 @@ def print_error(exc: ChangewatchError, secrets: Sequence[str]) -> None:
 # -- output helpers ---------------------------------------------------------------------------
 
 
+#: The width of tables piped to another program, unless ``COLUMNS`` says otherwise.
+PIPED_WIDTH = 140
+
+
 def console() -> Console:
-    """stdout for tables; wide enough not to fold columns when piped."""
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 140)
+    """stdout for tables: the terminal's width (or ``COLUMNS``); 140 columns when piped."""
+    width = None if sys.stdout.isatty() else (terminal_columns() or PIPED_WIDTH)
+    return Console(highlight=False, width=width)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Column:
+    """A column of :func:`fitted_table`.
+
+    ``keep``: never shortened or wrapped (a kind, a timestamp); ``fold``: wrapped onto more
+    lines when narrow, never cut (a URL, a path); ``drop``: may be left out when the table is
+    too wide, the highest first (0: never). Any other column wraps at its words.
+    """
+
+    header: str
+    justify: Literal["left", "right"] = "left"
+    keep: bool = False
+    fold: bool = False
+    drop: int = 0
+
+
+#: The narrowest a folded column gets, and the cells each column costs beside its text
+#: (one space of padding each side and a separator).
+_MIN_FOLD_WIDTH, _COLUMN_OVERHEAD = 16, 3
+
+
+def _least_width(column: Column, natural: int) -> int:
+    if column.keep:
+        return natural
+    if column.fold:
+        return min(natural, _MIN_FOLD_WIDTH)
+    return min(natural, max(len(word) for word in column.header.split()))
+
+
+def fitted_table(
+    title: str | None,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Text]],
+    width: int,
+    **options: Any,
+) -> Table:
+    """A table that fits ``width`` without cutting what matters.
+
+    Columns marked ``drop`` are left out, highest first, until the columns left fit at
+    their narrowest; ``keep`` columns are never shortened, ``fold`` columns wrap; nothing is
+    ever cut with an ellipsis.
+    """
+    naturals = [
+        max([len(c.header), *(rows[r][i].cell_len for r in range(len(rows)))])
+        for i, c in enumerate(columns)
+    ]
+    shown = list(range(len(columns)))
+
+    def least() -> int:
+        return 1 + sum(_least_width(columns[i], naturals[i]) + _COLUMN_OVERHEAD for i in shown)
+
+    while least() > width:
+        droppable = [i for i in shown if columns[i].drop]
+        if not droppable:
+            break
+        shown.remove(max(droppable, key=lambda i: (columns[i].drop, i)))
+    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", **options)
+    for i in shown:
+        c = columns[i]
+        table.add_column(
+            c.header,
+            justify=c.justify,
+            no_wrap=c.keep,
+            overflow="fold",
+            min_width=_least_width(c, naturals[i]),
+        )
+    for row in rows:
+        table.add_row(*(row[i] for i in shown))
+    return table
 
 
 def echo_json(data: Any) -> None:
@@ -186,26 +286,37 @@ def version_json(v: Version) -> dict[str, Any]:
     }
 
 
-def versions_table(versions: Sequence[Version], title: str) -> Table:
-    table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left")
-    for column in ("version", "kind", "distance", "first seen", "last seen", "content"):
-        table.add_column(column, justify="right" if column in ("version", "distance") else "left")
-    for v in versions:
-        table.add_row(
+_VERSION_COLUMNS = (
+    Column("version", "right", keep=True),
+    Column("kind", keep=True),
+    Column("distance", "right", drop=2),
+    Column("first seen", keep=True),
+    Column("last seen", keep=True),
+    Column("content", drop=1),
+)
+
+
+def versions_table(versions: Sequence[Version], title: str, width: int) -> Table:
+    """A page's versions: kind and times in full at any width (content, distance dropped)."""
+    rows = [
+        [
             cell(v.version),
             kind_text(v.kind),
             cell(v.distance),
             cell(v.first_seen.isoformat(timespec="seconds")),
             cell(v.last_seen.isoformat(timespec="seconds")),
             cell(v.content_sha256.hex()[:12]),
-        )
-    return table
+        ]
+        for v in versions
+    ]
+    return fitted_table(title, _VERSION_COLUMNS, rows, width)
 
 
 def fields_table(rows: Mapping[str, object], title: str) -> Table:
+    """Name and value per line; a long value (a URL, a hash) wraps, never cut."""
     table = Table(title=title, box=box.SIMPLE_HEAVY, title_justify="left", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
     for name, value in rows.items():
         table.add_row(name, kind_text(str(value)) if name == "kind" else cell(value))
     return table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from changewatch.cli.common import Options
+from changewatch.cli.common import Options, echo_json
 from changewatch.store import create_engine, redact
 from changewatch.store.migrate import database_revision, head_revision, upgrade
 from changewatch.store.partition import partition_tables
@@ -26,8 +26,9 @@ def db() -> None:
     help="PostgreSQL, empty database only: hash-partition page_snapshots and page_versions "
     "by url_digest into N partitions each.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead.")
 @click.pass_obj
-def db_upgrade(options: Options, revision: str, partitions: int | None) -> None:
+def db_upgrade(options: Options, revision: str, partitions: int | None, as_json: bool) -> None:
     """Migrate the database schema to REVISION (idempotent)."""
     url = options.settings().database_url
     engine = create_engine(url)
@@ -38,6 +39,17 @@ def db_upgrade(options: Options, revision: str, partitions: int | None) -> None:
         partitioned = partitions is not None and partition_tables(engine, partitions)
     finally:
         engine.dispose()
+    if as_json:
+        echo_json(
+            {
+                "database": redact(url),
+                "before": before,
+                "after": after,
+                "upgraded": before != after,
+                "partitions": partitions if partitioned else None,
+            }
+        )
+        return
     if before == after:
         click.echo(f"database {redact(url)}: already at revision {after}")
     else:
@@ -47,8 +59,9 @@ def db_upgrade(options: Options, revision: str, partitions: int | None) -> None:
 
 
 @db.command("current")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead.")
 @click.pass_obj
-def db_current(options: Options) -> None:
+def db_current(options: Options, as_json: bool) -> None:
     """Show the database's schema revision and the one this changewatch needs."""
     url = options.settings().database_url
     engine = create_engine(url)
@@ -57,6 +70,16 @@ def db_current(options: Options) -> None:
     finally:
         engine.dispose()
     head = head_revision()
+    if as_json:
+        echo_json(
+            {
+                "database": redact(url),
+                "current": current,
+                "head": head,
+                "up_to_date": current == head,
+            }
+        )
+        return
     state = "up to date" if current == head else "behind: run `changewatch db upgrade`"
     click.echo(
         f"database: {redact(url)}\ncurrent:  {current or 'empty'}\nhead:     {head} ({state})"

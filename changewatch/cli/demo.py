@@ -9,24 +9,33 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from changewatch.cli.common import cell, console, echo_json, kind_text, version_json, versions_table
+from changewatch.cli.common import (
+    Column,
+    cell,
+    console,
+    echo_json,
+    fitted_table,
+    kind_text,
+    version_json,
+    versions_table,
+)
 from changewatch.demo import DemoReport, run_demo
 
 __all__ = ["demo"]
 
+#: Page and kind are never cut; at 80 columns the least telling columns are left out.
 _CRAWL_COLUMNS = (
-    "page",
-    "status",
-    "kind",
-    "distance",
-    "duplicate of",
-    "decided by",
-    "bytes",
-    "what changed",
+    Column("page", fold=True),
+    Column("status", "right", keep=True),
+    Column("kind", keep=True),
+    Column("distance", "right", drop=2),
+    Column("duplicate of", fold=True, drop=4),
+    Column("decided by", drop=3),
+    Column("bytes", "right", drop=5),
+    Column("what changed", drop=1),
 )
 
 
@@ -46,7 +55,7 @@ def demo(keep: Path | None, as_json: bool) -> None:
     """
     out = console()
 
-    def progress(line: str) -> None:
+    def progress(line: str) -> None:  # "demo site served at …" first, then each step
         if not as_json:
             out.print(Text(line, style="dim"))
 
@@ -58,7 +67,7 @@ def demo(keep: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(_report_json(report, kept=keep is not None))
     else:
-        for renderable in _report_tables(report, kept=keep is not None):
+        for renderable in _report_tables(report, kept=keep is not None, width=out.width):
             out.print(renderable)
 
 
@@ -85,17 +94,10 @@ def _report_json(report: DemoReport, *, kept: bool) -> dict[str, Any]:
     }
 
 
-def _report_tables(report: DemoReport, *, kept: bool) -> Iterator[Table | Text]:
-    yield Text(f"demo site served at {report.site_url}")
+def _report_tables(report: DemoReport, *, kept: bool, width: int) -> Iterator[Table | Text]:
     for crawl in report.crawls:
-        table = Table(
-            title=f"Crawl {crawl.number}: {crawl.title}", box=box.SIMPLE_HEAVY, title_justify="left"
-        )
-        for column in _CRAWL_COLUMNS:
-            right = column in ("status", "distance", "bytes")
-            table.add_column(column, justify="right" if right else "left", no_wrap=column == "page")
-        for p in crawl.pages:
-            table.add_row(
+        rows = [
+            [
                 cell(p.path),
                 cell(p.status),
                 kind_text(p.kind),
@@ -104,11 +106,13 @@ def _report_tables(report: DemoReport, *, kept: bool) -> Iterator[Table | Text]:
                 cell(p.decided_by),
                 cell(p.size or None),
                 cell(p.change),
-            )
-        yield table
+            ]
+            for p in crawl.pages
+        ]
+        yield fitted_table(f"Crawl {crawl.number}: {crawl.title}", _CRAWL_COLUMNS, rows, width)
         counts = ", ".join(f"{n} {kind}" for kind, n in crawl.counts().items())
         yield Text(f"crawl {crawl.number}: {len(crawl.pages)} pages: {counts}\n")
     for page in report.histories:
-        yield versions_table(page.versions, f"History of {page.path}")
+        yield versions_table(page.versions, f"History of {page.path}", width)
     where = f"kept in {report.workdir}" if kept else "in a temporary directory, now removed"
     yield Text(f"store {report.database_url.rpartition('/')[2]} and seen-sets were {where}")

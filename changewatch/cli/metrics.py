@@ -53,7 +53,8 @@ def serve_command(options: Any, port: int, addr: str, interval: float, multiproc
         from changewatch import metrics as cw_metrics
     except ModuleNotFoundError as exc:
         raise ConfigError(
-            "metrics need the metrics extra: pip install 'changewatch[metrics]'"
+            "metrics need the metrics extra: pip install 'changewatch-crawl[metrics]' "
+            "(from a checkout: pip install -e '.[metrics]')"
         ) from exc
     watch = options.watch(allow_mixed_canon=True)
     lock = threading.Lock()

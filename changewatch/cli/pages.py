@@ -15,6 +15,7 @@ from changewatch.cli.common import (
     fields_table,
     version_json,
     versions_table,
+    warn_unusable_seen_set,
 )
 from changewatch.urls import canonicalise
 
@@ -70,6 +71,8 @@ def check(
         decision = watch.should_parse(
             url, html, headers=headers, status=status, content_type=content_type
         )
+        # check needs no seen-set, but one configured that cannot work is said, not ignored.
+        warn_unusable_seen_set(watch, options.settings().seen_url, [])
     data = decision_json(decision)
     if as_json:
         echo_json(data)
@@ -131,7 +134,8 @@ def history(options: Options, url: str, as_json: bool) -> None:
     elif not versions:
         click.echo(f"no history for {canonical}: it was never stored")
     else:
-        console().print(versions_table(versions, f"history of {canonical}"))
+        out = console()
+        out.print(versions_table(versions, f"history of {canonical}", out.width))
 
 
 @click.command()

@@ -29,13 +29,12 @@ from types import FrameType
 from typing import IO, Any
 
 import click
-from rich import box
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
-from changewatch.cli.common import Options, positive_duration_option
+from changewatch.cli.common import Column, Options, fitted_table, positive_duration_option
+from changewatch.cli.common import console as common_console
 from changewatch.config import Settings
 from changewatch.errors import ChangewatchError, InvalidURLError
 from changewatch.reconcile.guard import DEFAULT_MAX_VANISHED_SHARE, ShrinkGuard
@@ -368,7 +367,7 @@ class _Job:
     ) -> ReconcileResult:
         with (
             SafeClient(allow_private=self.allow_private) as client,
-            _progress_display() as show,
+            _progress_display(quiet=self.as_json) as show,
         ):
             source = WalkSource(
                 self.sites,
@@ -418,17 +417,21 @@ class _Job:
 
 
 class _Display:
-    """Progress callbacks: a rich spinner on a terminal, nothing otherwise."""
+    """Progress callbacks: a rich spinner on a terminal — sitemaps read, URLs listed and
+    reconciled, URLs per second — and nothing otherwise."""
 
     def __init__(self, progress: Progress | None) -> None:
         self._progress = progress
         self._task = None if progress is None else progress.add_task("reading sitemaps", total=None)
         self._sitemaps = 0
+        self._listed = 0
         self._entries = 0
+        self._started = time.monotonic()
 
     def sitemap(self, url: str, urls: int) -> None:
-        del url, urls
+        del url
         self._sitemaps += 1
+        self._listed += urls
         self._update()
 
     def entries(self, done: int) -> None:
@@ -437,15 +440,18 @@ class _Display:
 
     def _update(self) -> None:
         if self._progress is not None and self._task is not None:
+            rate = self._entries / max(time.monotonic() - self._started, 1e-3)
             self._progress.update(
                 self._task,
-                description=f"{self._sitemaps} sitemaps, {self._entries:,} URLs reconciled",
+                description=f"{self._sitemaps} sitemaps read, {self._listed:,} URLs listed, "
+                f"{self._entries:,} reconciled ({rate:,.0f} URLs/s)",
             )
 
 
 @contextlib.contextmanager
-def _progress_display() -> Iterator[_Display]:
-    if not sys.stderr.isatty():
+def _progress_display(*, quiet: bool) -> Iterator[_Display]:
+    """A progress line on stderr when it is a terminal, unless ``quiet`` (``--json``)."""
+    if quiet or not sys.stderr.isatty():
         yield _Display(None)
         return
     progress = Progress(
@@ -505,6 +511,15 @@ def _host_json(host: HostResult) -> dict[str, Any]:
     }
 
 
+#: Host wraps; at 80 columns the lastmod trust goes first.
+_RESULT_COLUMNS = (
+    Column("host", fold=True),
+    *(Column(c, "right") for c in ("listed", "missing", "stale", "vanished", "fresh")),
+    Column("lastmod trust", "right", drop=1),
+    Column("errors", "right"),
+)
+
+
 def _vanished_cell(host: HostResult) -> str:
     if host.vanished_checked:
         return str(host.vanished) + (" (forced)" if host.shrink else "")
@@ -519,26 +534,31 @@ def _trust_cell(host: HostResult) -> str:
 
 
 def _print_result(result: ReconcileResult, job: _Job, recrawl: _RecrawlFile | None) -> None:
+    # changewatch.sitemaps.fetch refuses private and loopback addresses with this wording.
+    if not job.allow_private and any("refused address of" in e.error for e in result.errors):
+        click.echo(
+            "changewatch: hint: pass --allow-private to reconcile a site on a private or "
+            "loopback address",
+            err=True,
+        )
     if job.as_json:
         click.echo(json.dumps(result_json(result, job.sites), ensure_ascii=False))
         return
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
-    table = Table(title="sitemap reconciliation", box=box.SIMPLE_HEAVY, title_justify="left")
-    columns = ("host", "listed", "missing", "stale", "vanished", "fresh", "lastmod trust", "errors")
-    for column in columns:
-        table.add_column(column, justify="left" if column == "host" else "right")
-    for host in result.hosts.values():
-        table.add_row(
+    console = common_console()
+    rows = [
+        [
             Text(host.host),
-            str(host.listed),
-            str(host.missing),
-            str(host.stale),
-            _vanished_cell(host),
-            str(host.fresh),
-            _trust_cell(host),
-            str(len(host.errors)),
-        )
-    console.print(table)
+            Text(str(host.listed)),
+            Text(str(host.missing)),
+            Text(str(host.stale)),
+            Text(_vanished_cell(host)),
+            Text(str(host.fresh)),
+            Text(_trust_cell(host)),
+            Text(str(len(host.errors))),
+        ]
+        for host in result.hosts.values()
+    ]
+    console.print(fitted_table("sitemap reconciliation", _RESULT_COLUMNS, rows, console.width))
     totals = result.totals()
     console.print(
         Text(

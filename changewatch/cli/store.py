@@ -11,14 +11,18 @@ from rich.table import Table
 from rich.text import Text
 
 from changewatch.cli.common import (
+    Column,
     Options,
     cell,
     console,
     duration_option,
     echo_json,
     fields_table,
+    fitted_table,
     iso,
 )
+from changewatch.errors import ChangewatchError
+from changewatch.redact import redact_url
 from changewatch.schedule import DuePage
 
 __all__ = ["due", "prune", "stats"]
@@ -35,20 +39,32 @@ __all__ = ["due", "prune", "stats"]
 @click.pass_obj
 def stats(options: Options, as_json: bool, with_seen: bool) -> None:
     """Show the store's counters: pages, fetches, versions per kind (--seen: the seen-set)."""
+    seen: dict[str, Any] | None = None
+    seen_error: ChangewatchError | None = None
+    seen_url = options.settings().seen_url
     with options.watch(allow_mixed_canon=True) as watch:  # stats reports a mismatch
-        if with_seen:
-            watch.seen  # opened here, so that watch.stats() reports it  # noqa: B018
         counters = watch.stats()
+        # A shared seen-set is always asked for its figures, so that one which cannot work (a
+        # server that does not answer, a bad option) is reported, not ignored; a local file
+        # one only with --seen (opening it would write the file; its URL's form is checked).
+        if with_seen or not seen_url.startswith(("file:", "memory:")):
+            try:
+                seen = dict(watch.seen.stats())
+            except ChangewatchError as exc:
+                seen_error = exc
     data = {k: iso(v) if isinstance(v, datetime) else v for k, v in counters.items()}
-    seen: dict[str, Any] | None = counters.get("seen")
     data.pop("seen", None)
     if as_json:
         echo_json({**data, "seen": seen} if with_seen else data)
-        return
-    console().print(fields_table(data, "changewatch store"))
-    if seen is not None:
-        for title, figures in _seen_parts(seen):
-            _print_seen(figures, title)
+    else:
+        console().print(fields_table(data, "changewatch store"))
+        if seen is not None and with_seen:
+            for title, figures in _seen_parts(seen):
+                _print_seen(figures, title)
+    if seen_error is not None:
+        raise ChangewatchError(
+            f"the seen-set ({redact_url(seen_url)}) cannot be used"
+        ) from seen_error
 
 
 def _seen_parts(seen: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -137,18 +153,19 @@ def prune(
         )
         return
     verb = "would remove" if dry_run else "removed"
-    table = Table(
-        title=f"prune: versions last seen before {report.cutoff.isoformat(timespec='seconds')}, "
-        f"keeping the latest {keep_versions} per page",
-        box=box.SIMPLE_HEAVY,
-        title_justify="left",
+    out = console()
+    # The cutoff on a line of its own: a title too wide is wrapped by words, never cut.
+    out.print(
+        Text(
+            f"prune: versions last seen before {report.cutoff.isoformat(timespec='seconds')}, "
+            f"keeping the latest {keep_versions} per page",
+            style="italic",
+        )
     )
-    table.add_column("host")
-    table.add_column(verb, justify="right")
-    for host, n in report.removed_by_host.items():
-        table.add_row(cell(host), cell(n))
-    table.add_row(Text("total", style="bold"), cell(report.removed))
-    console().print(table)
+    rows = [[cell(host), cell(n)] for host, n in report.removed_by_host.items()]
+    rows.append([Text("total", style="bold"), cell(report.removed)])
+    columns = (Column("host", fold=True), Column(verb, "right", keep=True))
+    out.print(fitted_table(None, columns, rows, out.width))
     if report.texts_removed:
         click.echo(f"{report.texts_removed} stored texts no version refers to were removed")
 
@@ -174,18 +191,30 @@ def due(options: Options, limit: int, host: str | None, as_json: bool) -> None:
     if not pages:
         click.echo("no pages stored" + (f" for host {host}" if host else ""))
         return
-    table = Table(title="due for a fetch, most likely changed first", box=box.SIMPLE_HEAVY)
-    for column in ("url", "last seen", "rate/day", "P(changed)", "expected changes"):
-        table.add_column(column, justify="left" if column in ("url", "last seen") else "right")
-    for p in pages:
-        table.add_row(
+    rows = [
+        [
             cell(p.url or p.url_digest.hex()),
             cell(p.last_seen.isoformat(timespec="seconds")),
             cell(f"{p.rate_per_day:.3g}"),
             cell(f"{p.probability:.3f}"),
             cell(f"{p.expected_changes:.2f}"),
-        )
-    console().print(table)
+        ]
+        for p in pages
+    ]
+    out = console()
+    out.print(
+        fitted_table("due for a fetch, most likely changed first", _DUE_COLUMNS, rows, out.width)
+    )
+
+
+#: The URL wraps and the time stays whole; at 80 columns the expected changes go first.
+_DUE_COLUMNS = (
+    Column("url", fold=True),
+    Column("last seen", keep=True),
+    Column("rate/day", "right", drop=2),
+    Column("P(changed)", "right", keep=True),
+    Column("expected changes", "right", drop=3),
+)
 
 
 def _due_json(p: DuePage) -> dict[str, Any]:

@@ -125,6 +125,7 @@ def run_demo(
     with DemoServer(first_site()) as server:
         base = server.base_url
         home = base + HOME_PATH
+        say(f"demo site served at {base}")
 
         say(f"crawl 1: {home}")
         with ChangeWatch(database_url, _seen_url(workdir, 1), observer=observer) as watch:

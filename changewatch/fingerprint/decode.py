@@ -113,8 +113,10 @@ def _codec(label: str, *, meta: bool = False) -> str | None:
 
 
 # File signatures ("magic numbers"): PDF 1.7 §7.5.2, PNG §5.2, JPEG/JFIF SOI, GIF89a, RIFF
-# WebP container, ZIP APPNOTE §4.3.7 (and the empty/spanned archive markers), RFC 1952 gzip.
+# WebP container, ZIP APPNOTE §4.3.7 (and the empty/spanned archive markers), RFC 1952 gzip,
+# ELF (System V ABI, e_ident).
 _MAGIC = (
+    b"\x7fELF",
     b"%PDF-",
     b"\x89PNG\r\n\x1a\n",
     b"\xff\xd8\xff",
@@ -126,19 +128,67 @@ _MAGIC = (
     b"\x1f\x8b",
 )
 _BINARY_TYPES = ("image/", "audio/", "video/", "font/", "model/")
+#: Bytes no text encoding of HTML uses outside UTF-16/32: C0 controls but for tab, line feed,
+#: form feed, carriage return and escape (WHATWG MIME Sniffing §7.1, "binary data byte").
+_BINARY_BYTES = (
+    frozenset(range(0x00, 0x09))
+    | {0x0B}
+    | frozenset(range(0x0E, 0x1B))
+    | frozenset(range(0x1C, 0x20))
+)
+#: How much of a body is sniffed for binary bytes, like WHATWG's resource header (1,445 bytes).
+_SNIFF_BYTES = 1445
+_UNICODE_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+def _looks_binary(body: bytes) -> bool:
+    """True when the first bytes hold binary data bytes and the body is not UTF-16/32 text.
+
+    UTF-16 or UTF-32 text without a byte-order mark has NUL bytes at every second (or
+    fourth) position; such a body is left to the decoder. A body that opens with markup
+    (``<`` after any whitespace, WHATWG MIME Sniffing §7.1) may hold stray control bytes:
+    it is binary only when they are at least 5 % of its first bytes and bytes above 0x7F at
+    least 35 % (random bytes: ≈ 10 % and ≈ 50 %).
+
+    >>> _looks_binary(b"<p>caf\\xe9</p>"), _looks_binary(bytes(range(256)))
+    (False, True)
+    >>> _looks_binary("<p>hi</p>".encode("utf-16-le"))
+    False
+    """
+    head = body[:_SNIFF_BYTES]
+    if head.startswith(_UNICODE_BOMS):
+        return False
+    controls = sum(1 for b in head if b in _BINARY_BYTES)
+    if not controls:
+        return False
+    if head.count(0) * 3 >= len(head) and (not any(head[0::2]) or not any(head[1::2])):
+        return False  # NULs at every second byte: ASCII text in UTF-16 or UTF-32
+    if head.lstrip(b"\t\n\x0c\r ")[:1] == b"<":
+        # Markup with stray controls (a NUL in a page) is text; random bytes that happen to
+        # open with "<" have ≈ 10 % controls and ≈ 50 % bytes above 0x7F.
+        high = sum(1 for b in head if b >= 0x80)
+        return controls * 20 >= len(head) and high * 100 >= 35 * len(head)
+    return True
+
+
 _TEXT_SUBTYPE_WORDS = ("html", "xml", "json", "javascript", "ecmascript", "text")
 
 
 def is_binary(body: str | bytes, content_type: str | None = None) -> bool:
-    """True for a body that is not HTML: by magic bytes, or by a non-text media type.
+    """True for a body that is not HTML: by magic bytes (PDF, PNG, JPEG, GIF, WebP, ZIP, gzip,
+    ELF), by binary data bytes in its first 1,445 bytes, or by a non-text media type.
 
     >>> is_binary(b"%PDF-1.7 ..."), is_binary(b"<p>hi</p>", "image/png; q=1")
     (True, True)
     >>> is_binary(b"<p>hi</p>", "text/html"), is_binary(b"<p>hi</p>", "application/xhtml+xml")
     (False, False)
+    >>> is_binary(b"\\x00\\x01\\x02 not text"), is_binary(b"\\x7fELF\\x02\\x01\\x01")
+    (True, True)
     """
     if isinstance(body, bytes) and (
-        body.startswith(_MAGIC) or (body[:4] == b"RIFF" and body[8:12] == b"WEBP")
+        body.startswith(_MAGIC)
+        or (body[:4] == b"RIFF" and body[8:12] == b"WEBP")
+        or _looks_binary(body)
     ):
         return True
     if not content_type:

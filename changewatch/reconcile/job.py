@@ -125,6 +125,8 @@ def _result(
         hosts.setdefault(host, HostResult(host))
     for host, n in outcome.sitemaps.items():
         hosts.setdefault(host, HostResult(host)).sitemaps = n
+    for host, n in outcome.skipped_entries.items():
+        hosts.setdefault(host, HostResult(host)).invalid += n
     for problem in outcome.errors:
         owner = _problem_host(problem.sitemap, outcome.start_hosts)
         if owner is not None:

@@ -35,6 +35,10 @@ from changewatch.urls import CanonPolicy
 
 __all__ = ["DEFAULT_HOST_TIME_LIMIT_S", "DEFAULT_RUN_TIME_LIMIT_S", "WalkSource"]
 
+#: Parser skip reasons that are no skipped page: a kept entry's unreadable lastmod, and a
+#: document cut short or followed by junk (errors of the walk, reported as such).
+_KEPT_OR_CUT: Final = frozenset({"bad lastmod", "junk after document", "truncated"})
+
 #: Wall time one host's discovery and walk may take (30 minutes: 1,000 sitemaps at under
 #: 2 s each, about what a large site's full walk takes; docs/reconcile.md).
 DEFAULT_HOST_TIME_LIMIT_S: Final = 1800.0
@@ -80,6 +84,7 @@ class WalkSource:
         self._incomplete: set[str] = set()
         self._errors: list[SitemapProblem] = []
         self._sitemaps: Counter[str] = Counter()
+        self._skipped_entries: Counter[str] = Counter()
         #: Entries and sitemaps the walks skipped, by reason.
         self.skipped: Counter[str] = Counter()
 
@@ -152,6 +157,13 @@ class WalkSource:
         yield from walking
         report = walking.report
         self._sitemaps[host] += len(report.sitemaps)
+        self._skipped_entries[host] += sum(
+            n
+            for done in report.sitemaps
+            if done.kind != "sitemapindex"  # an index's skips are child sitemaps, not pages
+            for reason, n in done.skipped.items()
+            if reason not in _KEPT_OR_CUT
+        )
         self.skipped.update(report.skipped)
         for url, message in report.errors:
             self._fail(host, SitemapProblem(url, message.removeprefix(f"{url}: ")))
@@ -164,6 +176,7 @@ class WalkSource:
             complete_hosts=hosts - self._incomplete,
             errors=tuple(self._errors),
             sitemaps=dict(self._sitemaps),
+            skipped_entries={h: n for h, n in self._skipped_entries.items() if n},
         )
 
     def _progress(self, fetched: SitemapFetched, report: WalkReport) -> None:

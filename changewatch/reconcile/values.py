@@ -107,6 +107,10 @@ class WalkOutcome:
     errors: tuple[SitemapProblem, ...] = ()
     #: Sitemaps read per host of the starting URLs.
     sitemaps: dict[str, int] = field(default_factory=dict)
+    #: Page entries the sitemap parser skipped per host of the starting URLs (an off-host or
+    #: malformed ``<loc>``, a missing one): counted in the host's ``invalid`` like entries
+    #: whose URL fails canonicalisation.
+    skipped_entries: dict[str, int] = field(default_factory=dict)
 
 
 class SitemapSource(Protocol):
@@ -150,7 +154,8 @@ class HostResult:
     stale: int = 0
     fresh: int = 0
     vanished: int = 0
-    #: Entries skipped because their URL failed canonicalisation.
+    #: Entries skipped: their URL failed canonicalisation, or the sitemap parser refused the
+    #: entry (an off-host, malformed or missing ``<loc>``).
     invalid: int = 0
     #: Entries skipped because the same canonical URL was listed before.
     duplicates: int = 0

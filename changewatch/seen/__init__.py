@@ -68,6 +68,7 @@ __all__ = [
     "RoutePolicy",
     "RoutedSeenSet",
     "SeenSet",
+    "check_seen_url",
     "open_seen_set",
 ]
 
@@ -115,10 +116,31 @@ def open_seen_set(url: str, *, clock: Clock | None = None) -> SeenSet:
             from changewatch.seen.redis import open_redis_seen_set
         except ModuleNotFoundError as exc:  # the optional driver is not installed
             raise parsed.error(
-                "redis:// seen-sets need the redis extra: pip install 'changewatch[redis]'"
+                "redis:// seen-sets need the redis extra: pip install 'changewatch-crawl[redis]' "
+                "(from a checkout: pip install -e '.[redis]')"
             ) from exc
         return open_redis_seen_set(parsed, clock=clock)
     raise parsed.error(f"unknown scheme {parsed.scheme!r} (expected memory:, file: or redis://)")
+
+
+def check_seen_url(url: str) -> None:
+    """:class:`~changewatch.errors.ConfigError` if ``url`` cannot name a seen-set: no or an
+    unknown scheme, or a ``file:`` URL naming no file. Opens nothing (options are checked
+    when the seen-set is opened).
+
+    >>> check_seen_url("file:crawl.seen")
+    >>> check_seen_url("bogus:thing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    changewatch.errors.ConfigError: seen-set URL 'bogus:thing': unknown scheme 'bogus' ...
+    """
+    parsed = SeenURL(url)
+    if parsed.scheme not in _SCHEMES:
+        raise parsed.error(
+            f"unknown scheme {parsed.scheme!r} (expected memory:, file: or redis://)"
+        )
+    if parsed.scheme == "file":
+        file_path(parsed)
 
 
 def _open_memory(parsed: SeenURL, clock: Clock | None) -> SeenSet:

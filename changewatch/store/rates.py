@@ -26,7 +26,7 @@ from changewatch.schedule import (
     DUE_PROBABILITY,
     MAX_RATE_BAND,
     MIN_RATE_BAND,
-    NEVER_CHANGED_PRIOR,
+    PRIOR_CHANGES,
     RATE_BANDS_PER_DOUBLING,
 )
 from changewatch.store.tables import UTCDateTime, page_snapshots
@@ -90,16 +90,18 @@ def rate_expr(
     first_seen: ColumnElement[Any],
     now: ColumnElement[Any],
 ) -> ColumnElement[float]:
-    """SQL for :func:`changewatch.schedule.change_rate` (same prior, same half-change rule)."""
+    """SQL for :func:`changewatch.schedule.change_rate`: (X̂ + ½) / (T + ½ / prior)."""
     n = sa.cast(intervals, sa.Float)
-    days = DaysBetween(first_seen, now)
-    x = sa.case((changes <= 0, sa.literal(NEVER_CHANGED_PRIOR)), else_=sa.cast(changes, sa.Float))
-    x = sa.case((x > n, n), else_=x)
-    estimate = -sa.func.ln((n - x + 0.5) / (n + 0.5)) * n / days
-    return sa.case(
-        (sa.or_(intervals <= 0, days <= 0), sa.literal(DEFAULT_PRIOR_RATE_PER_DAY)),
-        else_=estimate,
+    x = sa.case((changes > intervals, n), else_=sa.cast(changes, sa.Float))
+    inferred = sa.case(
+        (sa.or_(intervals <= 0, changes <= 0), sa.literal(0.0)),
+        else_=-n * sa.func.ln((n - x + 0.5) / (n + 0.5)),
     )
+    days = DaysBetween(first_seen, now)
+    observed = sa.case((days > 0, days), else_=sa.literal(0.0))
+    pseudo_days = PRIOR_CHANGES / DEFAULT_PRIOR_RATE_PER_DAY
+    estimate = (inferred + sa.literal(PRIOR_CHANGES)) / (observed + sa.literal(pseudo_days))
+    return sa.case((intervals <= 0, sa.literal(DEFAULT_PRIOR_RATE_PER_DAY)), else_=estimate)
 
 
 def band_expr(rate: ColumnElement[Any]) -> ColumnElement[int]:

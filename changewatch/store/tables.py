@@ -250,7 +250,8 @@ page_snapshots = Table(
         "change_rate",
         Float,
         nullable=True,
-        comment="estimated changes per day (Cho & Garcia-Molina), updated on every fetch",
+        comment="estimated changes per day (Cho & Garcia-Molina, shrunk towards a prior of 1 a "
+        "day), updated on every fetch; 1 after one fetch",
     ),
     Column(
         "due_at",

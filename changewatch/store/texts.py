@@ -38,7 +38,8 @@ def _zstd() -> ModuleType:
         import zstandard
     except ImportError as exc:  # pragma: no cover - the extra is installed in CI
         raise ConfigError(
-            "store_text needs the zstandard package: pip install 'changewatch[text]'"
+            "store_text needs the zstandard package: pip install 'changewatch-crawl[text]' "
+            "(from a checkout: pip install -e '.[text]')"
         ) from exc
     return zstandard
 

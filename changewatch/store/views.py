@@ -311,8 +311,8 @@ VIEW_COMMENTS: dict[str, dict[str, str]] = {
         "last_modified": "Last-Modified of the latest response, if given",
         "fetches_seeing_a_change": "fetches that saw a change (changed or minor): what the "
         "change-rate estimate counts",
-        "changes_per_day": "estimated changes per day (Cho & Garcia-Molina), updated on every "
-        "fetch; NULL before a second fetch",
+        "changes_per_day": "estimated changes per day (Cho & Garcia-Molina, shrunk towards a "
+        "prior of 1 a day), updated on every fetch; 1 (the prior) after one fetch",
         "due_at": "when the probability of a change since last_fetched reaches 0.5 (UTC)",
     },
     "host_activity": {

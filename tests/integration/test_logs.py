@@ -125,3 +125,27 @@ def test_log_settings_come_from_the_environment() -> None:
         load_log_settings({"CHANGEWATCH_LOG_FORMAT": "xml"})
     with pytest.raises(ConfigError, match="CHANGEWATCH_LOG_LEVEL"):
         load_log_settings({"CHANGEWATCH_LOG_LEVEL": "loud"})
+
+
+def test_a_plain_formatter_shows_kind_path_and_distance(tmp_path: Path) -> None:
+    """Under another framework's formatter (Scrapy's LOG_FORMAT prints only the message) a
+    decision line still carries kind, path and distance, and never a password."""
+    logger = logging.getLogger("changewatch.decisions")
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with ChangeWatch(f"sqlite:///{tmp_path}/cw.db", "memory:") as watch:
+            watch.should_parse(URL, PAGE)
+            watch.should_parse(URL, PAGE + "<p>" + "other words " * 30 + "</p>")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "DEBUG: decision kind=new path=new distance=- url=https://example.com/" in lines[0]
+    assert "decision kind=changed path=simhash distance=" in lines[1]
+    assert "s3cret" not in buffer.getvalue()

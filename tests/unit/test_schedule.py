@@ -21,30 +21,71 @@ from changewatch.schedule import (
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
+def _shrunk(inferred: float, days: float) -> float:
+    """(X̂ + ½) / (T + ½): the prior of one change a day, weighted as half a change."""
+    return (inferred + 0.5) / (days + 0.5)
+
+
 @pytest.mark.parametrize(
     ("n", "x", "days", "expected"),
     [
-        # −ln((10 − 5 + 0.5) / 10.5) / 1 = ln(10.5 / 5.5)
-        (10, 5, 10.0, math.log(10.5 / 5.5)),
-        # every fetch saw a change: ln(2n + 1) / I, finite
-        (10, 10, 10.0, math.log(21.0)),
-        # I = 2 days halves the rate
-        (10, 5, 20.0, math.log(10.5 / 5.5) / 2),
-        # never changed: X counts as 0.5 → ln((n + 0.5) / n) / I
-        (4, 0, 4.0, math.log(4.5 / 4.0)),
-        (1, 1, 0.5, math.log(3.0) / 0.5),
+        # X̂ = −10·ln((10 − 5 + 0.5) / 10.5) = 10·ln(10.5 / 5.5)
+        (10, 5, 10.0, _shrunk(10 * math.log(10.5 / 5.5), 10.0)),
+        # every fetch saw a change: X̂ = n·ln(2n + 1), finite
+        (10, 10, 10.0, _shrunk(10 * math.log(21.0), 10.0)),
+        (10, 5, 20.0, _shrunk(10 * math.log(10.5 / 5.5), 20.0)),
+        # never changed: X̂ = 0, only the prior's half change
+        (4, 0, 4.0, 0.5 / 4.5),
+        (1, 1, 0.5, _shrunk(math.log(3.0), 0.5)),
+        # X above n is capped at n
+        (2, 5, 1.0, _shrunk(2 * math.log(5.0), 1.0)),
     ],
 )
 def test_change_rate_known_values(n: int, x: int, days: float, expected: float) -> None:
-    """change_rate equals Cho & Garcia-Molina's formula, worked by hand."""
+    """change_rate is Cho & Garcia-Molina's inferred changes plus the prior, worked by hand."""
     assert change_rate(n, x, days) == pytest.approx(expected, rel=1e-12)
 
 
-def test_change_rate_prior_without_an_interval() -> None:
-    """A page fetched once, or with no time elapsed, gets the prior."""
+def test_change_rate_prior_for_one_fetch() -> None:
+    """A page fetched once gets the prior, whatever the span; a bad prior is refused."""
     assert change_rate(0, 0, 0.0) == DEFAULT_PRIOR_RATE_PER_DAY
-    assert change_rate(3, 1, 0.0) == DEFAULT_PRIOR_RATE_PER_DAY
     assert change_rate(0, 0, 5.0, prior=0.25) == 0.25
+    with pytest.raises(ValueError, match="prior must be positive"):
+        change_rate(1, 0, 1.0, prior=0.0)
+
+
+@pytest.mark.parametrize("gap_s", [0.0, 0.5, 5.0, 60.0, 600.0, 3600.0, 86_400.0, 30 * 86_400.0])
+def test_unchanged_refetch_never_outranks_a_page_fetched_once(gap_s: float) -> None:
+    """Re-fetched unchanged seconds, minutes or days later, a page is never estimated above the
+    prior of a page fetched once, so it can never rank above one fetched at the same time."""
+    rate = change_rate(1, 0, gap_s / 86_400)
+    if not gap_s:  # two fetches at one instant: nothing learnt, the prior
+        assert rate == DEFAULT_PRIOR_RATE_PER_DAY
+        return
+    assert rate < DEFAULT_PRIOR_RATE_PER_DAY
+    fetched = T0 + timedelta(seconds=gap_s)
+    now = fetched + timedelta(days=1)
+    ranked = rank_due(
+        [("twice", b"a", "h", fetched, rate), ("once", b"b", "h", fetched, 1.0)], now, 2
+    )
+    assert [p.url for p in ranked] == ["once", "twice"]
+
+
+@pytest.mark.parametrize(
+    ("gap_s", "at_most"),
+    [(0.5, 3.2), (60.0, 3.2), (3600.0, 3.0), (86_400.0, 1.1)],
+)
+def test_one_change_seen_soon_after_does_not_explode(gap_s: float, at_most: float) -> None:
+    """A change seen on a re-fetch seconds apart moves the rate by a few changes a day, not
+    tens of thousands (the half-day prior bounds what one interval can claim)."""
+    rate = change_rate(1, 1, gap_s / 86_400)
+    assert DEFAULT_PRIOR_RATE_PER_DAY < rate < at_most
+
+
+@given(n=st.integers(1, 10_000), days=st.floats(0.0, 1e5, allow_nan=False))
+def test_never_changed_is_at_most_the_prior(n: int, days: float) -> None:
+    """However often and however fast a page is re-fetched unchanged, its rate stays ≤ prior."""
+    assert change_rate(n, 0, days) <= DEFAULT_PRIOR_RATE_PER_DAY
 
 
 def test_estimator_corrects_the_naive_rate_on_simulated_polling() -> None:

@@ -339,3 +339,33 @@ def test_postgres_comments_every_view_and_history_column(
     missing = [f"{r[0]}.{r[1]}" for r in rows if not r[2]]
     assert missing == []
     assert all(r[3] for r in rows)
+
+
+@pytest.mark.postgres
+def test_postgres_comments_of_the_change_rate_say_what_the_code_does(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """After the migrations, the Postgres comments of page_latest.changes_per_day and
+    page_snapshots.change_rate are the code's: 1 after one fetch, never NULL."""
+    from changewatch.store import create_engine
+    from changewatch.store.tables import page_snapshots
+    from changewatch.store.views import VIEW_COMMENTS
+
+    engine = create_engine(make_pg_database())
+    try:
+        with engine.connect() as conn:
+            got = dict(
+                conn.exec_driver_sql(
+                    "SELECT c.relname || '.' || a.attname, col_description(c.oid, a.attnum) "
+                    "FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+                    "WHERE (c.relname, a.attname) IN "
+                    "(('page_latest', 'changes_per_day'), ('page_snapshots', 'change_rate'))"
+                ).all()
+            )
+    finally:
+        engine.dispose()
+    assert got == {
+        "page_latest.changes_per_day": VIEW_COMMENTS["page_latest"]["changes_per_day"],
+        "page_snapshots.change_rate": page_snapshots.c.change_rate.comment,
+    }
+    assert all("1" in text and "NULL" not in text for text in got.values())

@@ -72,7 +72,23 @@ def test_not_modified_and_fast_path_update_the_estimate(watch: ChangeWatch, cloc
     assert watch.should_parse(url, None, status=304).path == "not-modified"
     row = snapshot(watch, d.url_digest)
     assert row.change_rate == pytest.approx(change_rate(2, 0, 2.0))
-    assert row.change_rate == pytest.approx(math.log(2.5 / 2.0))  # half a change in 2 days
+    assert row.change_rate == pytest.approx(0.5 / 2.5)  # the prior's half change in 2.5 days
+
+
+@pytest.mark.parametrize("gap_s", [0.5, 30.0, 600.0, 3 * 3600.0, 2 * DAY_S])
+def test_unchanged_refetch_ranks_below_pages_fetched_once(
+    watch: ChangeWatch, clock: Clock, gap_s: float
+) -> None:
+    """An unchanged page re-fetched seconds, minutes or days later is stored with a rate below
+    the prior and ``due`` ranks it under a page fetched once at the same time (it once got
+    68,153 changes a day for two fetches 0.5 s apart)."""
+    twice = _visit(watch, clock, "https://example.com/twice", "n.", gap_s)
+    once = watch.should_parse("https://example.com/once", long_page()).url_digest
+    row = snapshot(watch, twice)
+    assert row.change_rate == pytest.approx(change_rate(1, 0, gap_s / DAY_S), rel=1e-9)
+    assert row.change_rate < DEFAULT_PRIOR_RATE_PER_DAY
+    clock.advance(DAY_S)
+    assert [p.url_digest for p in watch.due(10)] == [once, twice]
 
 
 def test_due_orders_by_probability(make_watch: Callable[..., ChangeWatch], clock: Clock) -> None:
@@ -185,6 +201,37 @@ def test_migration_backfills_the_estimates(watch: ChangeWatch, clock: Clock) -> 
         assert (old[0], old[3]) == (new[0], new[3])
         assert new[1] == pytest.approx(old[1], rel=1e-9)
         assert abs((new[2] - old[2]).total_seconds()) < 0.01  # type: ignore[operator]
+
+
+def test_migration_0011_recomputes_the_estimates(watch: ChangeWatch, clock: Clock) -> None:
+    """Down to 0008 the stored rates are the old formula's (an unchanged page re-fetched a
+    second later above the prior); upgrading recomputes them as live writes do now."""
+    _visit(watch, clock, "https://m.example/a", "nc.c..c", 5 * 3600)
+    _visit(watch, clock, "https://m.example/b", "n.", 1)
+    _visit(watch, clock, "https://m.example/c", "n", 3600)
+    columns = ("change_rate", "due_at", "rate_band")
+
+    def state() -> list[tuple[object, ...]]:
+        with watch.store.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(page_snapshots)
+                .order_by(page_snapshots.c.url)
+                .where(page_snapshots.c.host == "m.example")
+            ).all()
+        return [tuple(getattr(r, c) for c in columns) for r in rows]
+
+    live = state()
+    with watch.store.engine.begin() as conn:
+        command.downgrade(alembic_config(connection=conn), "0008")
+    old = state()
+    assert old[1][0] == pytest.approx(math.log(1.5) * DAY_S, rel=1e-4)  # ½ change in 1 s
+    assert old[2][0] == DEFAULT_PRIOR_RATE_PER_DAY
+    upgrade(watch.store.engine)
+    for was, now in zip(live, state(), strict=True):
+        assert now[0] == pytest.approx(was[0], rel=1e-9)
+        assert abs((now[1] - was[1]).total_seconds()) < 0.01  # type: ignore[operator]
+        assert now[2] == was[2]
+    assert live[1][0] < DEFAULT_PRIOR_RATE_PER_DAY
 
 
 def test_due_matches_the_full_scan_on_varied_pages(watch: ChangeWatch, clock: Clock) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,3 +229,92 @@ def test_tables_of_issue_20_are_documented_whole(table: str) -> None:
     assert _documented_columns(f"Table `{table}`") == [
         c.name for c in metadata.tables[table].columns
     ]
+
+
+ROOT = DOC.parents[1]
+TAGS = re.compile(r"^-- (postgres-only|sqlite-only)$", re.M)
+
+
+def _doc_blocks() -> list[tuple[str, str, set[str]]]:
+    """(file, block, tags) of every ```sql block of README.md and docs/*.md but docs/sql.md,
+    whose named queries the tests above run one by one."""
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        if path == DOC:
+            continue
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"```sql\n(.*?)```", text, re.S):
+            found.append((path.relative_to(ROOT).as_posix(), block, set(TAGS.findall(block))))
+    return found
+
+
+def _statements(block: str) -> list[str]:
+    """The statements of a block: split at each ``;`` ending a line."""
+    return [s.strip() for s in re.split(r";\s*$", block, flags=re.M) if s.strip("\n ")]
+
+
+def test_sql_blocks_are_found_in_readme_and_docs() -> None:
+    """README, docs/reconcile.md and docs/storage.md hold SQL blocks; each tag is one or none."""
+    blocks = _doc_blocks()
+    assert {f for f, _, _ in blocks} >= {"README.md", "docs/reconcile.md", "docs/storage.md"}
+    assert all(len(tags) <= 1 for _, _, tags in blocks)
+
+
+def _reconcile_with_a_stale_page(watch: ChangeWatch, clock: Clock) -> None:
+    """One complete reconcile run of SHOP: FLIP listed with a lastmod 36 hours after its
+    last fetch (stale), a page never stored (missing)."""
+    from changewatch.reconcile import StaticSource, run_reconcile
+    from changewatch.sitemaps.model import SitemapURL
+    from changewatch.store.reconcile import ReconcileStore
+
+    last_seen = watch.history(FLIP)[-1].last_seen
+    sitemap = f"https://{SHOP}/sitemap.xml"
+    listed = [
+        SitemapURL(FLIP, last_seen + timedelta(hours=36), sitemap),
+        SitemapURL(f"https://{SHOP}/never-fetched", None, sitemap),
+    ]
+    run_reconcile(
+        StaticSource(listed, frozenset({SHOP})),
+        store=ReconcileStore(watch.store),
+        clock=clock,
+        sites=[f"https://{SHOP}"],
+        shrink_guard=None,
+    )
+
+
+def _check_behind(dialect: str, rows: list[Any]) -> None:
+    """The stale query answers how far behind, in time: 1.5 days (SQLite once said 73)."""
+    assert len(rows) == 1, rows
+    behind = rows[0][1]
+    days = behind / timedelta(days=1) if dialect == "postgresql" else float(behind)
+    assert days == pytest.approx(1.5, abs=1e-3), behind
+
+
+def test_every_sql_block_of_readme_and_docs_runs(watch: ChangeWatch, clock: Clock) -> None:
+    """Every statement of every SQL block of README.md and docs/ runs on each database its tag
+    allows (untagged: both), on a store with pages and a reconcile run; the stale query
+    answers in days on SQLite, as an interval on Postgres."""
+    populate(watch, clock)
+    _reconcile_with_a_stale_page(watch, clock)
+    dialect = watch.store.dialect
+    skip = "sqlite-only" if dialect == "postgresql" else "postgres-only"
+    ran = behind_checked = 0
+    with watch.store.engine.connect() as conn:
+        for where, block, tags in _doc_blocks():
+            if skip in tags:
+                continue
+            for statement in _statements(block):
+                sql = statement.replace("%", "%%") if dialect == "postgresql" else statement
+                try:
+                    rows = list(conn.exec_driver_sql(sql).all())
+                except sa.exc.DBAPIError as exc:
+                    raise AssertionError(
+                        f"{where}: an SQL block fails on {dialect}:\n{statement}\n{exc}"
+                    ) from exc
+                if "how far behind the sitemap" in statement:
+                    _check_behind(dialect, rows)
+                    behind_checked += 1
+                ran += 1
+            conn.rollback()
+    assert ran >= 12
+    assert behind_checked == 1
