@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ada_url._ada_wrapper import ffi as _ffi
 from ada_url._ada_wrapper import lib as _lib
@@ -31,7 +32,8 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 #: empty path as ``/``; the crawler's rules then run on the same strings as after a full
 #: parse (checked by differential tests against the parser).
 _PLAIN_HOST = (
-    rf"((?>(?:[A-Za-z0-9-]++\.)*[A-Za-z][A-Za-z0-9-]*+\.?|{_OCTET}(?:\.{_OCTET}){{3}}))"
+    rf"(?:((?>(?:[A-Za-z0-9-]++\.)*[A-Za-z][A-Za-z0-9-]*+\.?|{_OCTET}(?:\.{_OCTET}){{3}}))"
+    r"|([^\x00-\x20\x7f/?#\\@:\[\]]++|\[[0-9A-Fa-f:.]++\]))"
     r"(?::([0-9]{1,5}))?"
     r"(/[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*+)?"
     r"(?:\?([A-Za-z0-9\-._~!$&()*+,;=:@/?%]*+))?"
@@ -75,18 +77,16 @@ def canonicalise(
     plain = _plain_url(url) if "@" not in url else _plain_url_userinfo(url)
     if plain is None:
         return _canonicalise_parsed(url, policy)
-    secure, host, port, path, query, fragment = plain.groups()
-    host = host.lower()
+    secure, host, other_host, port, path, query, fragment = plain.groups()
+    if host is not None and len(host) <= 63 and "xn--" not in (host := host.lower()):
+        if host[-1] == ".":  # our rule: one trailing dot goes
+            host = host[:-1]
+    else:  # labels to check, punycode to validate, or a host only the parser reads (IDN)
+        host = _canonical_host(other_host or host)
     if path is None:  # WHATWG: a special URL's empty path is "/"
         path = "/"
-    if (
-        len(host) > 63  # may hold a label over 63 characters (refused)
-        or "xn--" in host  # WHATWG validates punycode labels
-        or ("%" in path and ("%2e" in path or "%2E" in path))  # maybe a dot segment
-    ):
-        return _canonicalise_parsed(url, policy)
-    if host[-1] == ".":  # our rule: one trailing dot goes
-        host = host[:-1]
+    if host is None or ("%" in path and ("%2e" in path or "%2E" in path)):
+        return _canonicalise_parsed(url, policy)  # refused, or maybe a dot segment
     if "/." in path:
         path = _remove_dot_segments(path)
     if port is not None:
@@ -102,6 +102,17 @@ def canonicalise(
     rules = policy.default if not policy.hosts else policy.rules_for(host.partition(":")[0])
     head = "https://" if secure else "http://"
     return _apply_rules(head + host, path, query, fragment, rules)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_host(host: str) -> str | None:
+    """The canonical form of a URL's host (no userinfo, no port), ``None`` if refused: the
+    WHATWG host parse is a function of the host's text alone, so it is kept for the next
+    URL of the same host (links of one page share a few hosts)."""
+    try:
+        return _canonicalise_parsed(f"http://{host}/", DEFAULT_POLICY)[7:-1]
+    except InvalidURLError:
+        return None
 
 
 def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:
@@ -234,14 +245,10 @@ def _apply_rules(
 ) -> str:
     """The crawler's rules on a parsed URL with canonical escapes: ``head`` is
     ``scheme://host[:port]``, then the WHATWG path, query and fragment (``None``: none)."""
-    if rules.strip_session_ids and ";" in path:
-        path = _JSESSIONID_RE.sub("", path)
-        if "/." in path:
-            path = _remove_dot_segments(path)
-    if "//" in path:
+    if rules._path_rules:  # (off by default)
+        path = _path_rules(path, rules)
+    elif "//" in path:
         path = _collapse_slashes("/", path)
-    if rules.fold_trailing_slash and len(path) > 1 and path[-1] == "/":
-        path = path[:-1]
     # A WHATWG path starts with "/", and none of the rules above removes it.
     result = head + path
     if query:
@@ -251,6 +258,20 @@ def _apply_rules(
     if fragment is not None and rules.keep_routing_fragments and fragment[:1] in ("!", "/"):
         result += "#" + _escape_all(_escape, fragment)
     return result
+
+
+def _path_rules(path: str, rules: HostPolicy) -> str:
+    """Runs of ``/`` collapsed, with a policy's path rules: ``;jsessionid=`` out (before the
+    runs collapse: ``/a//..;jsessionid=1`` is ``/a/``), a trailing ``/`` folded."""
+    if rules.strip_session_ids and ";" in path:
+        path = _JSESSIONID_RE.sub("", path)
+        if "/." in path:
+            path = _remove_dot_segments(path)
+    if "//" in path:
+        path = _collapse_slashes("/", path)
+    if rules.fold_trailing_slash and len(path) > 1 and path[-1] == "/":
+        path = path[:-1]
+    return path
 
 
 def _query(query: str, rules: HostPolicy) -> str:

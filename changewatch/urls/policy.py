@@ -164,6 +164,7 @@ class HostPolicy:
     _drop_exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _drop_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _drop_triggers: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _path_rules: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         drop = _param_names("drop_params", self.drop_params, allow_prefix=True)
@@ -182,6 +183,7 @@ class HostPolicy:
         object.__setattr__(self, "_drop_exact", frozenset(exact - keep))
         object.__setattr__(self, "_drop_prefixes", prefixes)
         object.__setattr__(self, "_drop_triggers", _triggers([*(exact - keep), *prefixes]))
+        object.__setattr__(self, "_path_rules", self.strip_session_ids or self.fold_trailing_slash)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready, order-independent description (what :func:`canon_version` hashes)."""
