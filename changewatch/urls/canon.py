@@ -21,23 +21,29 @@ _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 #: URLs whose WHATWG parse is known without running the parser ("plain" URLs): ``http`` or
 #: ``https`` in any case; optional userinfo of unreserved, sub-delims, ``:`` and ``%``; a
-#: host that is a dotted-quad IPv4 address without leading zeros, or ASCII letters, digits
+#: host: group 2, a dotted-quad IPv4 address without leading zeros, or ASCII letters, digits
 #: and hyphens in dot-separated labels, the last starting with a letter (so never a number
-#: WHATWG reads as IPv4), with at most one trailing dot; an optional port of digits; a path,
-#: query and fragment of characters the WHATWG parser copies unchanged (none of its
-#: percent-encode sets, no ``\``, no ``'`` in the query). The caller checks what a pattern
-#: says badly: ``%2e`` dot segments, ``xn--`` labels (which WHATWG validates), the port's
-#: range and the host's length. For such a URL the parser only lower-cases scheme and host,
-#: drops a default port and leading zeros of a port, removes dot segments and writes an
-#: empty path as ``/``; the crawler's rules then run on the same strings as after a full
-#: parse (checked by differential tests against the parser).
+#: WHATWG reads as IPv4), with at most one trailing dot; or group 3, any other host text
+#: (IDN, IPv6, other IPv4 forms), which :func:`_canonical_host` parses once and remembers;
+#: an optional port of digits; a path and a query either of characters the parser copies
+#: as they are (groups 5 and 7) or ("wide", groups 6 and 8) also of characters it
+#: percent-encodes (UTF-8) or leaves to the rules to encode (space, ``"<>`{}|^``, non-ASCII;
+#: no ``\``, ``[``, ``]``, control or lone surrogate, no ``'`` in the query); a fragment
+#: of characters copied as they are; no trailing space (the parser strips it). The caller
+#: checks what a pattern says badly: ``%2e`` dot segments, ``xn--`` labels (which WHATWG
+#: validates), the port's range and the host's length. For such a URL the parser only
+#: lower-cases scheme and host, drops a default port and a port's leading zeros, removes
+#: dot segments, percent-encodes and writes an empty path as ``/``; the crawler's rules
+#: then run on the same strings as after a full parse (tests/unit/urls/test_fast_path.py
+#: checks both paths agree on generated URLs, the WHATWG cases and real links).
 _PLAIN_HOST = (
     rf"(?:((?>(?:[A-Za-z0-9-]++\.)*[A-Za-z][A-Za-z0-9-]*+\.?|{_OCTET}(?:\.{_OCTET}){{3}}))"
     r"|([^\x00-\x20\x7f/?#\\@:\[\]]++|\[[0-9A-Fa-f:.]++\]))"
     r"(?::([0-9]{1,5}))?"
-    r"(/[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*+)?"
-    r"(?:\?([A-Za-z0-9\-._~!$&()*+,;=:@/?%]*+))?"
+    r"(?:(/[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*+)|(/[^\x00-\x1f\x7f#?\\\[\]\ud800-\udfff]*+))?"
+    r"(?:\?(?:([A-Za-z0-9\-._~!$&()*+,;=:@/?%]*+)|([^\x00-\x1f\x7f#\\\[\]'\ud800-\udfff]*+)))?"
     r"(?:#([!#-;=?-_a-~]*+))?"
+    r"(?<! )"  # (a trailing space is stripped by the parser; see the wide path and query)
 )
 _PLAIN_URL = re.compile(r"[Hh][Tt][Tt][Pp]([Ss]?)://" + _PLAIN_HOST)
 #: The same with userinfo (tried only for URLs holding "@": scanning for it costs).
@@ -72,36 +78,56 @@ def canonicalise(
     limit = policy.max_length if max_length is None else max_length
     if len(url) > limit:
         raise InvalidURLError(url, f"longer than {limit} characters")
-    # Most links are plain (ASCII host and path, no IPv6): their WHATWG parse is known
-    # without running the parser.
+    # Most links are plain (no IPv6 zone, no character the parser would drop or change
+    # beyond escaping): their WHATWG parse is known without running the parser.
     plain = _plain_url(url) if "@" not in url else _plain_url_userinfo(url)
     if plain is None:
         return _canonicalise_parsed(url, policy)
-    secure, host, other_host, port, path, query, fragment = plain.groups()
+    secure, host, other_host, port, path, wide_path, query, wide_query, fragment = plain.groups()
     if host is not None and len(host) <= 63 and "xn--" not in (host := host.lower()):
         if host[-1] == ".":  # our rule: one trailing dot goes
             host = host[:-1]
     else:  # labels to check, punycode to validate, or a host only the parser reads (IDN)
         host = _canonical_host(other_host or host)
+    path = _plain_path(path, False) if wide_path is None else _plain_path(wide_path, True)
+    if host is None or path is None:  # refused, or maybe a dot segment
+        return _canonicalise_parsed(url, policy)
+    rules = policy.default if not policy.hosts else policy.rules_for(host)
+    if port is not None:
+        host = _with_port(host, port, 443 if secure else 80)
+        if host is None:
+            return _canonicalise_parsed(url, policy)
+    if wide_query is not None:  # characters the parser escapes (or leaves to the rules)
+        query = _escape_all(_escape, wide_query)
+    elif query is not None and "%" in query and not _canonical(query):
+        query = _escape_all(_escape, query)
+    return _apply_rules(("https://" if secure else "http://") + host, path, query, fragment, rules)
+
+
+def _plain_path(path: str | None, wide: bool) -> str | None:
+    """The path of a plain URL as the parser and the rules leave it: ``/`` if empty, dot
+    segments removed, escapes canonical (``wide``: it holds characters to escape);
+    ``None`` for what only the parser can tell (``%2e`` dot segments)."""
     if path is None:  # WHATWG: a special URL's empty path is "/"
-        path = "/"
-    if host is None or ("%" in path and ("%2e" in path or "%2E" in path)):
-        return _canonicalise_parsed(url, policy)  # refused, or maybe a dot segment
+        return "/"
+    if "%" in path and ("%2e" in path or "%2E" in path):
+        return None
+    if (wide or "%" in path) and not _canonical(path):
+        path = _escape_all(_escape, path)
     if "/." in path:
         path = _remove_dot_segments(path)
-    if port is not None:
-        number = int(port)
-        if number > 65_535:
-            return _canonicalise_parsed(url, policy)
-        if number != (443 if secure else 80):  # WHATWG drops the scheme's default port
-            host = f"{host}:{number}"
-    if "%" in path and not _canonical(path):
-        path = _escape_all(_escape, path)
-    if query is not None and "%" in query and not _canonical(query):
-        query = _escape_all(_escape, query)
-    rules = policy.default if not policy.hosts else policy.rules_for(host.partition(":")[0])
-    head = "https://" if secure else "http://"
-    return _apply_rules(head + host, path, query, fragment, rules)
+    return path
+
+
+def _with_port(host: str, port: str, default: int) -> str | None:
+    """``host:port``, or ``host`` for the scheme's default port (WHATWG drops it, with
+    leading zeros); ``None`` for a port out of range (refused)."""
+    number = int(port)
+    if number > 65_535:
+        return None
+    if number == default:
+        return host
+    return f"{host}:{number}"
 
 
 @lru_cache(maxsize=4096)

@@ -143,6 +143,13 @@ def near_simple_urls(draw: st.DrawFn) -> str:
 @example("http://[2001:DB8::0:1]:8080/a?b")
 @example("http://[::ffff:1.2.3.4]/")
 @example("http://[1:2:3:4:5:6:7:8:9]/")
+@example('http://example.com/caf\u00e9 x?q=\u00e9 "')
+@example("http://example.com/a ")
+@example("http://example.com/a?b ")
+@example("http://example.com/a ?b")
+@example("http://example.com/\ud800?\udfff")
+@example("http://example.com/\x85\ufffe?\u2028")
+@example("http://example.com/a|^`{}<>?|^`{}<>")
 @example("http://example.com/%7e")
 @example("http://example.com/a/%2e%2E/b")
 @example("http://127.0.0.1:8080/p/1")
@@ -251,6 +258,7 @@ def _parsed(url: str, monkeypatch: pytest.MonkeyPatch) -> bool:
         "https://192.168.000.1/",
         "https://xn--bcher-kva.example/",
         "https://[2001:DB8::1]:8080/",
+        "https://example.com/café/a b?q=é",
     ],
 )
 def test_typical_urls_take_the_fast_path(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,8 +271,8 @@ def test_typical_urls_take_the_fast_path(url: str, monkeypatch: pytest.MonkeyPat
     [
         "https://[::1%25eth0]/",
         "https://example.com/a/%2e%2e/b",
-        "https://example.com/café",
-        "https://example.com/a b",
+        "https://example.com/a b ",
+        "https://example.com/\ud800",
         "https://example.com\\a",
         "https://example.com/?q='",
         "https://example.com:99999/",
