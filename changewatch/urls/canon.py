@@ -307,16 +307,8 @@ def _query(query: str, rules: HostPolicy) -> str:
     lowered = query.lower()
     for trigger in rules._drop_triggers:
         if trigger in lowered:
-            drop, prefixes, keep = rules._drop_exact, rules._drop_prefixes, rules.keep_params
-            kept = [
-                pair
-                for pair in query.split("&")
-                if pair
-                and not (
-                    ((key := pair.partition("=")[0].lower()) in drop or key.startswith(prefixes))
-                    and key not in keep
-                )
-            ]
+            dropped = rules._dropped  # key -> verdict, kept from earlier queries
+            kept = [p for p in query.split("&") if p and not dropped[p.partition("=")[0]]]
             break
     else:
         if "&" not in query:  # one pair: nothing to sort
