@@ -89,7 +89,12 @@ def canonicalise(
             host = host[:-1]
     else:  # labels to check, punycode to validate, or a host only the parser reads (IDN)
         host = _canonical_host(other_host or host)
-    path = _plain_path(path, False) if wide_path is None else _plain_path(wide_path, True)
+    if wide_path is not None:
+        path = _plain_path(wide_path, True)
+    elif path is None:  # WHATWG: a special URL's empty path is "/"
+        path = "/"
+    elif "%" in path or "/." in path:
+        path = _plain_path(path, False)
     if host is None or path is None:  # refused, or maybe a dot segment
         return _canonicalise_parsed(url, policy)
     rules = policy.default if not policy.hosts else policy.rules_for(host)
@@ -104,12 +109,10 @@ def canonicalise(
     return _apply_rules(("https://" if secure else "http://") + host, path, query, fragment, rules)
 
 
-def _plain_path(path: str | None, wide: bool) -> str | None:
-    """The path of a plain URL as the parser and the rules leave it: ``/`` if empty, dot
-    segments removed, escapes canonical (``wide``: it holds characters to escape);
-    ``None`` for what only the parser can tell (``%2e`` dot segments)."""
-    if path is None:  # WHATWG: a special URL's empty path is "/"
-        return "/"
+def _plain_path(path: str, wide: bool) -> str | None:
+    """The path of a plain URL as the parser and the rules leave it: dot segments removed,
+    escapes canonical (``wide``: it holds characters to escape); ``None`` for what only
+    the parser can tell (``%2e`` dot segments)."""
     if "%" in path and ("%2e" in path or "%2E" in path):
         return None
     if (wide or "%" in path) and not _canonical(path):
@@ -276,14 +279,26 @@ def _apply_rules(
     elif "//" in path:
         path = _collapse_slashes("/", path)
     # A WHATWG path starts with "/", and none of the rules above removes it.
-    result = head + path
-    if query:
-        query = _query(query, rules)
-        if query:
-            result = f"{result}?{query}"
+    if query:  # ASCII here
+        # Every droppable key holds one of the policy's `triggers` (a few short substrings):
+        # a query holding none of them has nothing to drop, which an `in` test or two tells.
+        lowered = query.lower()
+        for trigger in rules._drop_triggers:
+            if trigger in lowered:
+                dropped = rules._dropped  # key -> verdict, kept from earlier queries
+                kept = [p for p in query.split("&") if p and not dropped[p.partition("=")[0]]]
+                break
+        else:
+            kept = query.split("&") if "&" in query else [query]
+            if "" in kept:
+                kept = [pair for pair in kept if pair]
+        if kept:
+            if len(kept) > 1 and not rules.keep_query_order:
+                kept.sort()
+            path = f"{path}?{'&'.join(kept)}"
     if fragment is not None and rules.keep_routing_fragments and fragment[:1] in ("!", "/"):
-        result += "#" + _escape_all(_escape, fragment)
-    return result
+        path += "#" + _escape_all(_escape, fragment)
+    return head + path
 
 
 def _path_rules(path: str, rules: HostPolicy) -> str:
@@ -298,27 +313,6 @@ def _path_rules(path: str, rules: HostPolicy) -> str:
     if rules.fold_trailing_slash and len(path) > 1 and path[-1] == "/":
         path = path[:-1]
     return path
-
-
-def _query(query: str, rules: HostPolicy) -> str:
-    """The kept pairs of an ASCII query, sorted unless the policy keeps their order."""
-    # Every droppable key holds one of the policy's `triggers` (a few short substrings):
-    # a query holding none of them has nothing to drop, which an `in` test or two tells.
-    lowered = query.lower()
-    for trigger in rules._drop_triggers:
-        if trigger in lowered:
-            dropped = rules._dropped  # key -> verdict, kept from earlier queries
-            kept = [p for p in query.split("&") if p and not dropped[p.partition("=")[0]]]
-            break
-    else:
-        if "&" not in query:  # one pair: nothing to sort
-            return query
-        kept = query.split("&")
-        if "" in kept:
-            kept = [pair for pair in kept if pair]
-    if not rules.keep_query_order:
-        kept.sort()
-    return "&".join(kept)
 
 
 _ada_parse = _lib.ada_parse
