@@ -342,6 +342,10 @@ def _check_domain(url: str, host: str) -> str:
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 §5.2.4, which for segments ``.`` and ``..`` is what the WHATWG path state
     does: for plain URLs, and for dot segments a stripped ``;jsessionid=`` left behind."""
+    if "/.." not in path:  # "." segments only (the common case): dropped
+        while "/./" in path:
+            path = path.replace("/./", "/")
+        return path[:-1] if path.endswith("/.") else path
     output: list[str] = []
     segments = path.split("/")
     for segment in segments[1:]:

@@ -284,3 +284,28 @@ def test_typical_urls_take_the_fast_path(url: str, monkeypatch: pytest.MonkeyPat
 def test_other_urls_take_the_full_parse(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What only the parser can decide (IPv6, encoding, refusals) goes to it."""
     assert _parsed(url, monkeypatch)
+
+
+def _dot_segments_plainly(path: str) -> str:
+    """RFC 3986 §5.2.4 written out, segment by segment."""
+    output: list[str] = []
+    segments = path.split("/")
+    for segment in segments[1:]:
+        if segment == "..":
+            if output:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    result = "/" + "/".join(output)
+    return result + "/" if segments[-1] in (".", "..") and not result.endswith("/") else result
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="/.a", max_size=14).map(lambda text: "/" + text))
+def test_dot_segment_removal_matches_rfc_3986(path: str) -> None:
+    """The shortcut for paths with "." segments only gives what the full algorithm gives
+    (up to runs of "/", which the rules collapse next)."""
+    collapse = canon._collapse_slashes
+    assert collapse("/", canon._remove_dot_segments(path)) == collapse(
+        "/", _dot_segments_plainly(path)
+    )
