@@ -9,7 +9,7 @@ from ada_url._ada_wrapper import ffi as _ffi
 from ada_url._ada_wrapper import lib as _lib
 
 from changewatch.errors import InvalidURLError
-from changewatch.urls.escapes import _canonical, _escape, _escape_all
+from changewatch.urls.escapes import _ESCAPES, _canonical, _escape, _escape_all
 from changewatch.urls.policy import DEFAULT_POLICY, CanonPolicy, HostPolicy
 from changewatch.urls.reasons import refusal_reason
 
@@ -105,7 +105,7 @@ def canonicalise(
     if wide_query is not None:  # characters the parser escapes (or leaves to the rules)
         query = _escape_all(_escape, wide_query)
     elif query is not None and "%" in query and not _canonical(query):
-        query = _escape_all(_escape, query)
+        query = _fix_escapes(query)
     return _apply_rules(("https://" if secure else "http://") + host, path, query, fragment, rules)
 
 
@@ -115,11 +115,24 @@ def _plain_path(path: str, wide: bool) -> str | None:
     the parser can tell (``%2e`` dot segments)."""
     if "%" in path and ("%2e" in path or "%2E" in path):
         return None
-    if (wide or "%" in path) and not _canonical(path):
+    if wide:
         path = _escape_all(_escape, path)
+    elif "%" in path and not _canonical(path):
+        path = _fix_escapes(path)
     if "/." in path:
         path = _remove_dot_segments(path)
     return path
+
+
+def _fix_escapes(text: str) -> str:
+    """``_escape_all(_escape, text)`` for text whose only character to rewrite is ``%``
+    (a plain path or query): each escape upper-cased or decoded, a stray ``%`` as ``%25``."""
+    head, *pieces = text.split("%")
+    fixed = [head]
+    for piece in pieces:
+        found = _ESCAPES.get("%" + piece[:2])  # (the table also holds "%" alone: "%25")
+        fixed.append("%25" + piece if found is None else found + piece[2:])
+    return "".join(fixed)
 
 
 def _with_port(host: str, port: str, default: int) -> str | None:

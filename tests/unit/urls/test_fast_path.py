@@ -15,6 +15,7 @@ import changewatch.urls.canon as canon
 from changewatch.errors import InvalidURLError
 from changewatch.urls import DEFAULT_POLICY, CanonPolicy, HostPolicy, canonicalise
 from changewatch.urls.canon import _PLAIN_URL, _canonicalise_parsed
+from changewatch.urls.escapes import _escape, _escape_all
 
 SHARED_CORPUS = shared_corpus.ROOT
 
@@ -309,3 +310,10 @@ def test_dot_segment_removal_matches_rfc_3986(path: str) -> None:
     assert collapse("/", canon._remove_dot_segments(path)) == collapse(
         "/", _dot_segments_plainly(path)
     )
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="%%%0129aAfFgG/.~-_=&?", max_size=16))
+def test_escape_shortcut_matches_the_escape_rule(text: str) -> None:
+    """For plain text (only "%" to rewrite) the shortcut equals the general escape rule."""
+    assert canon._fix_escapes(text) == _escape_all(_escape, text)
