@@ -46,7 +46,7 @@ _PLAIN_HOST = (
     r"(?<! )"  # (a trailing space is stripped by the parser; see the wide path and query)
 )
 _PLAIN_URL = re.compile(r"[Hh][Tt][Tt][Pp]([Ss]?)://" + _PLAIN_HOST)
-#: The same with userinfo (tried only for URLs holding "@": scanning for it costs).
+#: The same with userinfo (tried only where the first fails on a URL holding "@").
 _PLAIN_URL_USERINFO = re.compile(
     r"[Hh][Tt][Tt][Pp]([Ss]?)://(?>(?:[A-Za-z0-9\-._~!$&'()*+,;=:%]*+@)?)" + _PLAIN_HOST
 )
@@ -80,8 +80,8 @@ def canonicalise(
         raise InvalidURLError(url, f"longer than {limit} characters")
     # Most links are plain (no IPv6 zone, no character the parser would drop or change
     # beyond escaping): their WHATWG parse is known without running the parser.
-    plain = _plain_url(url) if "@" not in url else _plain_url_userinfo(url)
-    if plain is None:
+    plain = _plain_url(url)
+    if plain is None and ("@" not in url or (plain := _plain_url_userinfo(url)) is None):
         return _canonicalise_parsed(url, policy)
     secure, host, other_host, port, path, wide_path, query, wide_query, fragment = plain.groups()
     if host is not None and len(host) <= 63 and "xn--" not in (host := host.lower()):
@@ -97,7 +97,7 @@ def canonicalise(
         path = _plain_path(path, False)
     if host is None or path is None:  # refused, or maybe a dot segment
         return _canonicalise_parsed(url, policy)
-    rules = policy.default if not policy.hosts else policy.rules_for(host)
+    rules = policy._everywhere or policy.rules_for(host)
     if port is not None:
         host = _with_port(host, port, 443 if secure else 80)
         if host is None:
@@ -191,7 +191,7 @@ def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:
         head, host = _authority(url, href, skip, path_start)
     else:
         head = href[:path_start]
-    rules = policy.default if not policy.hosts else policy.rules_for(host)
+    rules = policy._everywhere or policy.rules_for(host)
     hash_start = href.find("#", path_start)
     if hash_start < 0:
         rest, fragment = href[path_start:], None

@@ -246,6 +246,7 @@ class CanonPolicy:
     max_length: int = DEFAULT_MAX_URL_LENGTH
     _exact: Mapping[str, HostPolicy] = field(init=False, repr=False, compare=False)
     _suffixes: tuple[tuple[str, HostPolicy], ...] = field(init=False, repr=False, compare=False)
+    _everywhere: HostPolicy | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.default, HostPolicy):
@@ -270,6 +271,8 @@ class CanonPolicy:
         )
         object.__setattr__(self, "_exact", MappingProxyType(exact))
         object.__setattr__(self, "_suffixes", tuple(suffixes))
+        # The rules when no host has its own (what canonicalise looks up first).
+        object.__setattr__(self, "_everywhere", None if hosts else self.default)
 
     def rules_for(self, host: str) -> HostPolicy:
         """The rules for a canonical host name (no port).
