@@ -1,4 +1,8 @@
-"""``canonicalise``: the WHATWG parse (ada) and the crawler's rules on top — pure, no I/O."""
+"""``canonicalise``: the WHATWG parse (ada) and the crawler's rules on top — pure, no I/O.
+
+Plain URLs (:data:`_PLAIN_URL`) skip the parse: what it would do to them is known, so the
+rules run on the parts one pattern matched. Everything else goes through ada.
+"""
 
 from __future__ import annotations
 
