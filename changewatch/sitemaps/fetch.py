@@ -34,6 +34,7 @@ from ada_url import join_url
 from changewatch._version import __version__
 from changewatch.errors import FetchError, TimeLimitError, UnsafeURLError
 from changewatch.httpdate import parse_http_date
+from changewatch.sitemaps.httperrors import HTTP_ERRORS, fetch_error, is_connect_failure
 from changewatch.sitemaps.model import Cutoff
 from changewatch.sitemaps.netguard import address_refusal, character_refusal, url_refusal
 from changewatch.sitemaps.pinned import Deadline, PinnedTransport, Pins
@@ -83,16 +84,6 @@ def _is_ip(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
-    """The TLS error behind a connect error (certificate, handshake), if that is what it is."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
 
 
 def parse_retry_after(value: str | None, now: datetime) -> float | None:
@@ -319,17 +310,10 @@ class SafeClient:
             try:
                 self._pin(url, origin, deadline)
                 response = self._request(url, deadline)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                tls = _tls_failure(exc)
-                if tls is not None:  # a bad certificate will not get better by retrying
-                    error = FetchError(url, f"TLS failed: {tls}")
-                    error.retryable = False
-                    raise error from exc
-                detail, cause = f"cannot connect: {exc}", exc
-            except httpx.TimeoutException as exc:
-                raise FetchError(url, f"timed out waiting for the response: {exc}") from exc
-            except httpx.HTTPError as exc:
-                raise FetchError(url, f"{type(exc).__name__}: {exc}") from exc
+            except HTTP_ERRORS as exc:
+                if not is_connect_failure(exc):
+                    raise fetch_error(url, exc) from exc
+                detail, cause = str(fetch_error(url, exc)).partition(f"{url}: ")[2], exc
             except FetchError as exc:  # a resolver failure; only a temporary one is retried
                 if not exc.retryable:
                     raise

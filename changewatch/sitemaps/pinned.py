@@ -5,7 +5,8 @@ that :class:`~changewatch.sitemaps.fetch.SafeClient` fills with the addresses it
 and checked, instead of resolving the host again — what ``curl --resolve`` does, and what
 closes the DNS-rebinding window between the check and the connection. The URL keeps the
 hostname, so the ``Host`` header, TLS SNI and certificate verification use it. Every read
-and write is also capped by the running fetch's total deadline.
+and write is also capped by the running fetch's total deadline. httpcore's exceptions pass
+through as they are; :mod:`~changewatch.sitemaps.httperrors` translates them.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any
 
 import certifi
 import httpcore
@@ -107,46 +107,18 @@ class _PinnedBackend(httpcore.SyncBackend):
         raise failure
 
 
-_HTTPCORE_ERRORS: Final[tuple[tuple[type[Exception], type[httpx.HTTPError]], ...]] = (
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.ProtocolError, httpx.ProtocolError),
-)
-
-
-@contextmanager
-def _as_httpx_errors() -> Iterator[None]:
-    """Re-raise httpcore's exceptions as their httpx equivalents (most specific first)."""
-    try:
-        yield
-    except Exception as exc:
-        for source, target in _HTTPCORE_ERRORS:
-            if isinstance(exc, source):
-                raise target(str(exc) or type(exc).__name__) from exc
-        raise
-
-
 class _PinnedStream(httpx.SyncByteStream):
+    """httpcore's response stream as httpx's (its exceptions as they are: see
+    :mod:`~changewatch.sitemaps.httperrors`)."""
+
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def __iter__(self) -> Iterator[bytes]:
-        with _as_httpx_errors():
-            yield from self._stream
+        yield from self._stream
 
     def close(self) -> None:
-        with _as_httpx_errors():
-            self._stream.close()
+        self._stream.close()
 
 
 class PinnedTransport(httpx.BaseTransport):
@@ -176,8 +148,7 @@ class PinnedTransport(httpx.BaseTransport):
             content=request.stream,
             extensions=request.extensions,
         )
-        with _as_httpx_errors():
-            response = self._pool.handle_request(core_request)
+        response = self._pool.handle_request(core_request)  # httperrors translates failures
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,

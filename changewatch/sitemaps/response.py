@@ -14,6 +14,7 @@ from typing import Final
 import httpx
 
 from changewatch.errors import FetchError, SitemapLimitError, TimeLimitError
+from changewatch.sitemaps.httperrors import HTTP_ERRORS, TIMEOUTS, fetch_error
 from changewatch.sitemaps.model import Cutoff
 from changewatch.sitemaps.pinned import Deadline
 
@@ -100,15 +101,14 @@ class FetchResponse:
                 chunk = next(chunks)
             except StopIteration:
                 return
-            except httpx.TimeoutException as exc:
-                now = self._clock()
-                if cutoff is not None and now >= cutoff.at - 0.05:
-                    raise TimeLimitError(self.final_url, cutoff.name) from exc
-                if now >= self._deadline - 0.01:
-                    raise FetchError(self.final_url, self._total_timeout()) from exc
-                raise FetchError(self.final_url, f"timed out reading the body: {exc}") from exc
-            except httpx.HTTPError as exc:
-                raise FetchError(self.final_url, f"body read failed: {exc}") from exc
+            except HTTP_ERRORS as exc:
+                if isinstance(exc, TIMEOUTS):  # the total timeout or a cutoff, maybe
+                    now = self._clock()
+                    if cutoff is not None and now >= cutoff.at - 0.05:
+                        raise TimeLimitError(self.final_url, cutoff.name) from exc
+                    if now >= self._deadline - 0.01:
+                        raise FetchError(self.final_url, self._total_timeout()) from exc
+                raise fetch_error(self.final_url, exc, "body") from exc
             finally:
                 self._socket_deadline.value = None
             self.bytes_received += len(chunk)

@@ -1,15 +1,20 @@
-"""``canonicalise``: the WHATWG parse (ada) and the crawler's rules on top — pure, no I/O."""
+"""``canonicalise``: the WHATWG parse (ada) and the crawler's rules on top — pure, no I/O.
+
+Plain URLs (:data:`_PLAIN_URL`) skip the parse: what it would do to them is known, so the
+rules run on the parts one pattern matched. Everything else goes through ada.
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ada_url._ada_wrapper import ffi as _ffi
 from ada_url._ada_wrapper import lib as _lib
 
 from changewatch.errors import InvalidURLError
-from changewatch.urls.escapes import _canonical, _escape, _escape_all
-from changewatch.urls.policy import DEFAULT_POLICY, CanonPolicy
+from changewatch.urls.escapes import _ESCAPES, _canonical, _escape, _escape_all
+from changewatch.urls.policy import DEFAULT_POLICY, CanonPolicy, HostPolicy
 from changewatch.urls.reasons import refusal_reason
 
 __all__ = ["canonicalise"]
@@ -17,21 +22,40 @@ __all__ = ["canonicalise"]
 _C0_OR_SPACE = "".join(chr(i) for i in range(0x21))
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-#: URLs that every rule below leaves exactly as they are (checked against the full path by
-#: a differential test): lower-case ``http``/``https``; a host that is a dotted-quad IPv4
-#: address without leading zeros, or lower-case ASCII letters, digits and hyphens in
-#: dot-separated labels, the last starting with a letter (so never a number WHATWG would
-#: read as IPv4); an optional port without a leading zero; no userinfo; a path of characters
-#: that are neither escaped nor decoded, with no empty segment (``//``) and no dot segment;
-#: no query, no fragment. The caller also checks the port's range and that it is not the
-#: scheme's default, the host's length and that no label is punycode (``xn--``, validated).
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_SIMPLE_URL = re.compile(
-    rf"(https?)://((?:[a-z0-9-]++\.)*+[a-z][a-z0-9-]*+|{_OCTET}(?:\.{_OCTET}){{3}})"
-    r"(?::([1-9][0-9]{0,4}))?"
-    r"(?:/(?!/|\.\.?(?:/|\Z))[A-Za-z0-9\-._~!$&'()*+,=:@]*+)++"
+#: URLs whose WHATWG parse is known without running the parser ("plain" URLs): ``http`` or
+#: ``https`` in any case; optional userinfo of unreserved, sub-delims, ``:`` and ``%``; a
+#: host: group 2, a dotted-quad IPv4 address without leading zeros, or ASCII letters, digits
+#: and hyphens in dot-separated labels, the last starting with a letter (so never a number
+#: WHATWG reads as IPv4), with at most one trailing dot; or group 3, any other host text
+#: (IDN, IPv6, other IPv4 forms), which :func:`_canonical_host` parses once and remembers;
+#: an optional port of digits; a path and a query either of characters the parser copies
+#: as they are (groups 5 and 7) or ("wide", groups 6 and 8) also of characters it
+#: percent-encodes (UTF-8) or leaves to the rules to encode (space, ``"<>`{}|^``, non-ASCII;
+#: no ``\``, ``[``, ``]``, control or lone surrogate, no ``'`` in the query); a fragment
+#: of characters copied as they are; no trailing space (the parser strips it). The caller
+#: checks what a pattern says badly: ``%2e`` dot segments, ``xn--`` labels (which WHATWG
+#: validates), the port's range and the host's length. For such a URL the parser only
+#: lower-cases scheme and host, drops a default port and a port's leading zeros, removes
+#: dot segments, percent-encodes and writes an empty path as ``/``; the crawler's rules
+#: then run on the same strings as after a full parse (tests/unit/urls/test_fast_path.py
+#: checks both paths agree on generated URLs, the WHATWG cases and real links).
+_PLAIN_HOST = (
+    rf"(?:((?>(?:[A-Za-z0-9-]++\.)*[A-Za-z][A-Za-z0-9-]*+\.?|{_OCTET}(?:\.{_OCTET}){{3}}))"
+    r"|([^\x00-\x20\x7f/?#\\@:\[\]]++|\[[0-9A-Fa-f:.]++\]))"
+    r"(?::([0-9]{1,5}))?"
+    r"(?:(/[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*+)|(/[^\x00-\x1f\x7f#?\\\[\]\ud800-\udfff]*+))?"
+    r"(?:\?(?:([A-Za-z0-9\-._~!$&()*+,;=:@/?%]*+)|([^\x00-\x1f\x7f#\\\[\]'\ud800-\udfff]*+)))?"
+    r"(?:#([!#-;=?-_a-~]*+))?"
+    r"(?<! )"  # (a trailing space is stripped by the parser; see the wide path and query)
 )
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
+_PLAIN_URL = re.compile(r"[Hh][Tt][Tt][Pp]([Ss]?)://" + _PLAIN_HOST)
+#: The same with userinfo (tried only where the first fails on a URL holding "@").
+_PLAIN_URL_USERINFO = re.compile(
+    r"[Hh][Tt][Tt][Pp]([Ss]?)://(?>(?:[A-Za-z0-9\-._~!$&'()*+,;=:%]*+@)?)" + _PLAIN_HOST
+)
+_plain_url = _PLAIN_URL.fullmatch
+_plain_url_userinfo = _PLAIN_URL_USERINFO.fullmatch
 _SLASHES_RE = re.compile(r"//+")
 _collapse_slashes = _SLASHES_RE.sub
 _JSESSIONID_RE = re.compile(r";jsessionid=[^/;]*", re.IGNORECASE)
@@ -58,56 +82,174 @@ def canonicalise(
     limit = policy.max_length if max_length is None else max_length
     if len(url) > limit:
         raise InvalidURLError(url, f"longer than {limit} characters")
-    # The common case, a URL already in canonical form, is recognised without parsing.
-    # (Most URLs that are not canonical hold a query: ruled out before trying the pattern.)
-    if policy.hosts or "?" in url or "#" in url or "%" in url:
-        simple = None
-    else:
-        simple = _SIMPLE_URL.fullmatch(url)
-    if simple is not None:
-        scheme, host, port = simple.groups()
-        if (
-            len(host) <= 63
-            and "xn--" not in host
-            and (port is None or (int(port) <= 65_535 and port != _DEFAULT_PORTS[scheme]))
-            and not (
-                policy.default.fold_trailing_slash
-                and url[-1] == "/"
-                and len(url) > simple.end(3 if port else 2) + 1
-            )
-        ):
-            return url
-    return _canonicalise_parsed(url, policy)
+    # Most links are plain (no IPv6 zone, no character the parser would drop or change
+    # beyond escaping): their WHATWG parse is known without running the parser.
+    plain = _plain_url(url)
+    if plain is None and ("@" not in url or (plain := _plain_url_userinfo(url)) is None):
+        return _canonicalise_parsed(url, policy)
+    secure, host, other_host, port, path, wide_path, query, wide_query, fragment = plain.groups()
+    if host is not None and len(host) <= 63 and "xn--" not in (host := host.lower()):
+        if host[-1] == ".":  # our rule: one trailing dot goes
+            host = host[:-1]
+    else:  # labels to check, punycode to validate, or a host only the parser reads (IDN)
+        host = _canonical_host(other_host or host)
+    if wide_path is not None:
+        path = _plain_path(wide_path, True)
+    elif path is None:  # WHATWG: a special URL's empty path is "/"
+        path = "/"
+    elif "%" in path or "/." in path:
+        path = _plain_path(path, False)
+    if host is None or path is None:  # refused, or maybe a dot segment
+        return _canonicalise_parsed(url, policy)
+    rules = policy._everywhere or policy.rules_for(host)
+    if port is not None:
+        host = _with_port(host, port, 443 if secure else 80)
+        if host is None:
+            return _canonicalise_parsed(url, policy)
+    if wide_query is not None:  # characters the parser escapes (or leaves to the rules)
+        query = _escape_all(_escape, wide_query)
+    elif query is not None and "%" in query and not _canonical(query):
+        query = _fix_escapes(query)
+    return _apply_rules(("https://" if secure else "http://") + host, path, query, fragment, rules)
 
 
-def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:  # noqa: C901 - split with the issue-17 rework
+def _plain_path(path: str, wide: bool) -> str | None:
+    """The path of a plain URL as the parser and the rules leave it: dot segments removed,
+    escapes canonical (``wide``: it holds characters to escape); ``None`` for what only
+    the parser can tell (``%2e`` dot segments)."""
+    if "%" in path and ("%2e" in path or "%2E" in path):
+        return None
+    if wide:
+        path = _escape_all(_escape, path)
+    elif "%" in path and not _canonical(path):
+        path = _fix_escapes(path)
+    if "/." in path:
+        path = _remove_dot_segments(path)
+    return path
+
+
+def _fix_escapes(text: str) -> str:
+    """``_escape_all(_escape, text)`` for text whose only character to rewrite is ``%``
+    (a plain path or query): each escape upper-cased or decoded, a stray ``%`` as ``%25``."""
+    head, *pieces = text.split("%")
+    fixed = [head]
+    for piece in pieces:
+        found = _ESCAPES.get("%" + piece[:2])  # (the table also holds "%" alone: "%25")
+        fixed.append("%25" + piece if found is None else found + piece[2:])
+    return "".join(fixed)
+
+
+def _with_port(host: str, port: str, default: int) -> str | None:
+    """``host:port``, or ``host`` for the scheme's default port (WHATWG drops it, with
+    leading zeros); ``None`` for a port out of range (refused)."""
+    number = int(port)
+    if number > 65_535:
+        return None
+    if number == default:
+        return host
+    return f"{host}:{number}"
+
+
+@lru_cache(maxsize=4096)
+def _canonical_host(host: str) -> str | None:
+    """The canonical form of a URL's host (no userinfo, no port), ``None`` if refused: the
+    WHATWG host parse is a function of the host's text alone, so it is kept for the next
+    URL of the same host (links of one page share a few hosts)."""
+    try:
+        return _canonicalise_parsed(f"http://{host}/", DEFAULT_POLICY)[7:-1]
+    except InvalidURLError:
+        return None
+
+
+def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:
     """:func:`canonicalise` without its fast path: every URL through the WHATWG parser."""
     # WHATWG basic URL parser: strip leading/trailing C0 control or space, remove tab and
     # newline anywhere; any other control character left refuses the URL (our rule).
-    if url.isascii() and url.isprintable():  # the common case: no control character at all
-        text = url.strip(" ")
+    if not (url.isascii() and url.isprintable() and (text := url.strip(" "))):
+        text = _clean(url)  # (the common case, no control character at all, is above)
+    if text.startswith("https:"):  # the common spellings first, then any case
+        secure = True
+    elif text.startswith("http:"):
+        secure = False
     else:
-        text = url.strip(_C0_OR_SPACE)
-        if "\t" in text or "\n" in text or "\r" in text:
-            text = text.replace("\t", "").replace("\n", "").replace("\r", "")
-        if _CONTROL_RE.search(text):
-            raise InvalidURLError(url, "contains a control character")
+        secure = _scheme_is_https(url, text)
+    skip = 8 if secure else 7  # len("https://"), len("http://")
+    href = _parse(url, text, skip - 2)
+    # The href of a special URL is "scheme://[userinfo@]host[:port]/path[?query][#fragment]",
+    # ASCII, with "/", "@" and ":" escaped in the userinfo, no "/" in the host, no raw "?" in
+    # the path and no raw "#" before the fragment: the parts are found by plain searches.
+    path_start = href.find("/", skip)
+    host = href[skip:path_start]
+    if (  # a host with userinfo, a port, IPv6, dots to check or characters to refuse
+        "@" in host
+        or ":" in host
+        or host[0] in ".["
+        or host[-1] == "."
+        or ".." in host
+        or len(host) > 63
+        or '"' in host
+        or "`" in host
+        or "{" in host
+        or "}" in host
+    ):
+        head, host = _authority(url, href, skip, path_start)
+    else:
+        head = href[:path_start]
+    rules = policy._everywhere or policy.rules_for(host)
+    hash_start = href.find("#", path_start)
+    if hash_start < 0:
+        rest, fragment = href[path_start:], None
+    else:
+        rest, fragment = href[path_start:hash_start], href[hash_start + 1 :]
+    # Path and query in one pass: escapes upper-cased, unreserved decoded, the rest encoded.
+    # A raw "?" cannot be in a WHATWG path, and decoding unreserved escapes adds none.
+    # ada leaves only these of the characters RFC 3986 cannot hold raw in a path or query
+    # (the rest, non-ASCII and controls included, it percent-encodes): without them and
+    # "%", `rest` is plain, with no need for the (slower) regular expression.
+    if (
+        "%" in rest
+        or "|" in rest
+        or "^" in rest
+        or "`" in rest
+        or "{" in rest
+        or "}" in rest
+        or "\\" in rest
+    ) and not _canonical(rest):
+        rest = _escape_all(_escape, rest)
+    path, question, query = rest.partition("?")
+    return _apply_rules(head, path, query if question else None, fragment, rules)
+
+
+def _clean(url: str) -> str:
+    """WHATWG basic URL parser: strip leading/trailing C0 control or space, remove tab and
+    newline anywhere; any other control character left refuses the URL (our rule)."""
+    text = url.strip(_C0_OR_SPACE)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.replace("\t", "").replace("\n", "").replace("\r", "")
+    if _CONTROL_RE.search(text):
+        raise InvalidURLError(url, "contains a control character")
     if not text:
         raise InvalidURLError(url, "empty URL")
-    if text.startswith("https:"):  # the common spellings first, then any case
-        prefix, skip = "https://", 6
-    elif text.startswith("http:") or (head := text[:6].lower()).startswith("http:"):
-        prefix, skip = "http://", 5
-    elif head == "https:":
-        prefix, skip = "https://", 6
-    else:
-        match = _SCHEME_RE.match(text)
-        if match is None:
-            raise InvalidURLError(url, "not an absolute URL (no scheme)")
-        raise InvalidURLError(url, f"scheme {match[1].lower()!r} is not http or https")
+    return text
 
-    # WHATWG parse (ada): host (UTS #46, IPv4, IPv6), port, dot segments, encode sets.
-    # Inlined (ada's C API through the cffi module of ada-url) because it is the hot path.
+
+def _scheme_is_https(url: str, text: str) -> bool:
+    """True for ``https:``, False for ``http:`` (any case); anything else is refused."""
+    head = text[:6].lower()
+    if head == "https:":
+        return True
+    if head.startswith("http:"):
+        return False
+    match = _SCHEME_RE.match(text)
+    if match is None:
+        raise InvalidURLError(url, "not an absolute URL (no scheme)")
+    raise InvalidURLError(url, f"scheme {match[1].lower()!r} is not http or https")
+
+
+def _parse(url: str, text: str, skip: int) -> str:
+    """The WHATWG href of ``text`` (ada: UTS #46 hosts, IPv4, IPv6, ports, dot segments,
+    percent-encode sets), through ada's C API (the cffi module of ada-url): the hot path.
+    ``skip`` is the length of the scheme and its colon."""
     try:
         data = text.encode()
     except UnicodeEncodeError:
@@ -122,17 +264,13 @@ def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:  # noqa: C901 - 
         href: str = _unpack(raw.data, length).decode("utf-8", "replace")
     finally:
         _ada_free(parsed)
+    return href
 
-    # The href of a special URL is "scheme://[userinfo@]host[:port]/path[?query][#fragment]",
-    # ASCII, with "/", "@" and ":" escaped in the userinfo, no "/" in the host, no raw "?" in
-    # the path and no raw "#" before the fragment: the parts are found by plain searches.
-    authority_start = skip + 2
-    path_start = href.find("/", authority_start)
-    host = href[authority_start:path_start]
-    same = True  # the href up to the path is the result's, unless something is dropped
-    if "@" in host:  # userinfo is dropped
-        host = host[host.rfind("@") + 1 :]
-        same = False
+
+def _authority(url: str, href: str, start: int, end: int) -> tuple[str, str]:
+    """``scheme://host[:port]`` of an href, userinfo dropped and the host checked, and the
+    host alone (no port)."""
+    host = href[href.rfind("@", start, end) + 1 or start : end]  # userinfo is dropped
     port = ""
     if ":" in host:  # ":port" (WHATWG already dropped the default one) or IPv6
         colon = host.find("]") + 1 if host[0] == "[" else host.find(":")
@@ -142,30 +280,47 @@ def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:  # noqa: C901 - 
     if host[0] != "[":  # a domain or an IPv4 address (which passes every domain check)
         if host[-1] == "." or ".." in host or len(host) > 63 or host[0] == ".":
             host = _check_domain(url, host)
-            same = False
         if '"' in host or "`" in host or "{" in host or "}" in host:
             # Allowed by WHATWG, but no RFC 3986 reg-name or DNS name holds them.
             raise InvalidURLError(url, f"host {host!r} contains a forbidden character")
-    rules = policy.default if not policy.hosts else policy.rules_for(host)
+    return href[:start] + host + port, host
 
-    # Path and query in one pass: escapes upper-cased, unreserved decoded, the rest encoded.
-    # A raw "?" cannot be in a WHATWG path, and decoding unreserved escapes adds none.
-    hash_start = href.find("#", path_start)
-    rest = href[path_start:hash_start] if hash_start >= 0 else href[path_start:]
-    # ada leaves only these of the characters RFC 3986 cannot hold raw in a path or query
-    # (the rest, non-ASCII and controls included, it percent-encodes): without them and
-    # "%", `rest` is plain, with no need for the (slower) regular expression.
-    if (
-        "%" in rest
-        or "|" in rest
-        or "^" in rest
-        or "`" in rest
-        or "{" in rest
-        or "}" in rest
-        or "\\" in rest
-    ) and not _canonical(rest):
-        rest = _escape_all(_escape, rest)
-    path, _, query = rest.partition("?")
+
+def _apply_rules(
+    head: str, path: str, query: str | None, fragment: str | None, rules: HostPolicy
+) -> str:
+    """The crawler's rules on a parsed URL with canonical escapes: ``head`` is
+    ``scheme://host[:port]``, then the WHATWG path, query and fragment (``None``: none)."""
+    if rules._path_rules:  # (off by default)
+        path = _path_rules(path, rules)
+    elif "//" in path:
+        path = _collapse_slashes("/", path)
+    # A WHATWG path starts with "/", and none of the rules above removes it.
+    if query:  # ASCII here
+        # Every droppable key holds one of the policy's `triggers` (a few short substrings):
+        # a query holding none of them has nothing to drop, which an `in` test or two tells.
+        lowered = query.lower()
+        for trigger in rules._drop_triggers:
+            if trigger in lowered:
+                dropped = rules._dropped  # key -> verdict, kept from earlier queries
+                kept = [p for p in query.split("&") if p and not dropped[p.partition("=")[0]]]
+                break
+        else:
+            kept = query.split("&") if "&" in query else [query]
+            if "" in kept:
+                kept = [pair for pair in kept if pair]
+        if kept:
+            if len(kept) > 1 and not rules.keep_query_order:
+                kept.sort()
+            path = f"{path}?{'&'.join(kept)}"
+    if fragment is not None and rules.keep_routing_fragments and fragment[:1] in ("!", "/"):
+        path += "#" + _escape_all(_escape, fragment)
+    return head + path
+
+
+def _path_rules(path: str, rules: HostPolicy) -> str:
+    """Runs of ``/`` collapsed, with a policy's path rules: ``;jsessionid=`` out (before the
+    runs collapse: ``/a//..;jsessionid=1`` is ``/a/``), a trailing ``/`` folded."""
     if rules.strip_session_ids and ";" in path:
         path = _JSESSIONID_RE.sub("", path)
         if "/." in path:
@@ -174,43 +329,7 @@ def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:  # noqa: C901 - 
         path = _collapse_slashes("/", path)
     if rules.fold_trailing_slash and len(path) > 1 and path[-1] == "/":
         path = path[:-1]
-    # A WHATWG path starts with "/", and none of the rules above removes it.
-    result = href[:path_start] + path if same else prefix + host + port + path
-    if query:
-        # The query is ASCII here; most queries hold no key the rules could drop, and
-        # `triggers` (substrings every droppable key contains) tells so without splitting.
-        kept = query.split("&")
-        lowered = query.lower()
-        for trigger in rules._drop_triggers:
-            if trigger in lowered:
-                drop = rules._drop_exact
-                prefixes = rules._drop_prefixes
-                keep = rules.keep_params
-                kept = [
-                    pair
-                    for pair in kept
-                    if pair
-                    and not (
-                        (
-                            (key := pair.partition("=")[0].lower()) in drop
-                            or key.startswith(prefixes)
-                        )
-                        and key not in keep
-                    )
-                ]
-                break
-        else:
-            if "" in kept:
-                kept = [pair for pair in kept if pair]
-        if kept:
-            if not rules.keep_query_order:
-                kept.sort()
-            result = f"{result}?{'&'.join(kept)}"
-    if rules.keep_routing_fragments and hash_start >= 0:
-        fragment = href[hash_start + 1 :]
-        if fragment[:1] in ("!", "/"):
-            result += "#" + _escape_all(_escape, fragment)
-    return result
+    return path
 
 
 _ada_parse = _lib.ada_parse
@@ -238,7 +357,12 @@ def _check_domain(url: str, host: str) -> str:
 
 
 def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 §5.2.4, for dot segments a stripped ``;jsessionid=`` left behind."""
+    """RFC 3986 §5.2.4, which for segments ``.`` and ``..`` is what the WHATWG path state
+    does: for plain URLs, and for dot segments a stripped ``;jsessionid=`` left behind."""
+    if "/.." not in path:  # "." segments only (the common case): dropped
+        while "/./" in path:
+            path = path.replace("/./", "/")
+        return path[:-1] if path.endswith("/.") else path
     output: list[str] = []
     segments = path.split("/")
     for segment in segments[1:]:

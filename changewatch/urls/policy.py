@@ -135,6 +135,33 @@ def _triggers(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(chosen)
 
 
+class _DropVerdicts(dict[str, bool]):
+    """Whether a query key (as written, any case) is dropped, worked out on first sight:
+    a crawl's queries share few keys. Bounded: emptied when it reaches ``limit`` keys."""
+
+    __slots__ = ("_drop", "_keep", "_limit", "_prefixes")
+
+    def __init__(
+        self, drop: frozenset[str], prefixes: tuple[str, ...], keep: frozenset[str], limit: int
+    ) -> None:
+        super().__init__()
+        self._drop, self._prefixes, self._keep, self._limit = drop, prefixes, keep, limit
+
+    def __missing__(self, key: str) -> bool:
+        lowered = key.lower()
+        verdict = lowered in self._drop or (
+            lowered.startswith(self._prefixes) and lowered not in self._keep
+        )
+        if len(self) >= self._limit:
+            self.clear()
+        self[key] = verdict
+        return verdict
+
+
+#: Query keys whose verdict each :class:`HostPolicy` remembers (about 100 bytes each).
+_DROP_VERDICTS_LIMIT = 10_000
+
+
 def _check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ConfigError(f"{name} must be true or false, got {value!r}")
@@ -164,6 +191,8 @@ class HostPolicy:
     _drop_exact: frozenset[str] = field(init=False, repr=False, compare=False)
     _drop_prefixes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _drop_triggers: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _path_rules: bool = field(init=False, repr=False, compare=False)
+    _dropped: _DropVerdicts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         drop = _param_names("drop_params", self.drop_params, allow_prefix=True)
@@ -182,6 +211,9 @@ class HostPolicy:
         object.__setattr__(self, "_drop_exact", frozenset(exact - keep))
         object.__setattr__(self, "_drop_prefixes", prefixes)
         object.__setattr__(self, "_drop_triggers", _triggers([*(exact - keep), *prefixes]))
+        object.__setattr__(self, "_path_rules", self.strip_session_ids or self.fold_trailing_slash)
+        verdicts = _DropVerdicts(frozenset(exact - keep), prefixes, keep, _DROP_VERDICTS_LIMIT)
+        object.__setattr__(self, "_dropped", verdicts)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready, order-independent description (what :func:`canon_version` hashes)."""
@@ -214,6 +246,7 @@ class CanonPolicy:
     max_length: int = DEFAULT_MAX_URL_LENGTH
     _exact: Mapping[str, HostPolicy] = field(init=False, repr=False, compare=False)
     _suffixes: tuple[tuple[str, HostPolicy], ...] = field(init=False, repr=False, compare=False)
+    _everywhere: HostPolicy | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.default, HostPolicy):
@@ -238,6 +271,8 @@ class CanonPolicy:
         )
         object.__setattr__(self, "_exact", MappingProxyType(exact))
         object.__setattr__(self, "_suffixes", tuple(suffixes))
+        # The rules when no host has its own (what canonicalise looks up first).
+        object.__setattr__(self, "_everywhere", None if hosts else self.default)
 
     def rules_for(self, host: str) -> HostPolicy:
         """The rules for a canonical host name (no port).

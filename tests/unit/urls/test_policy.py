@@ -352,3 +352,19 @@ def test_policies_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         policy.max_length = 1  # type: ignore[misc]
     assert policy == _policy(fold_trailing_slash=True)
+
+
+def test_remembered_key_verdicts_are_bounded_and_change_nothing() -> None:
+    """Each HostPolicy remembers which keys it drops, up to a bound; answers stay the same."""
+    from changewatch.urls.policy import _DROP_VERDICTS_LIMIT
+
+    rules = HostPolicy(drop_params=frozenset({"x*"}), keep_params=frozenset({"utm_keep"}))
+    policy = CanonPolicy(default=rules)
+    url = "http://example.com/?b=1&UTM_Source=2&Xa=3&utm_keep=4&a_=5&gclid=6"
+    first = canonicalise(url, policy)
+    assert first == "http://example.com/?a_=5&b=1&utm_keep=4"
+    for i in range(_DROP_VERDICTS_LIMIT + 50):  # more distinct keys than it keeps
+        canonicalise(f"http://example.com/?k_{i}=1", policy)
+    assert len(rules._dropped) <= _DROP_VERDICTS_LIMIT
+    assert canonicalise(url, policy) == first
+    assert _DROP_VERDICTS_LIMIT == 10_000
