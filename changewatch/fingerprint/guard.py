@@ -457,16 +457,27 @@ def too_deep(source: str | bytes, count: int) -> bool:
 
 
 def normalise_bounded(
-    text: str, normalise: Callable[[str], str], limit: int = MAX_TEXT_CHARS
+    text: str,
+    normalise: Callable[[str], str],
+    limit: int = MAX_TEXT_CHARS,
+    *,
+    piece: int = 1 << 16,
 ) -> str:
     """``normalise(text)`` (NFKC, case fold, collapsed spaces), done a piece at a time so
     that memory stays a small multiple of ``limit``; :class:`PageTooComplexError` if the
     result would pass ``limit`` characters.
 
     ``text`` has single spaces between words already; it is cut at spaces, which no
-    normalisation step joins or moves (a space is a starter that composes with nothing).
+    normalisation step joins or moves (a space is a starter that composes with nothing);
+    ``piece`` is about how many characters are normalised at a time.
+
+    >>> normalise_bounded("a b c", str.upper, piece=1)
+    'A B C'
+    >>> normalise_bounded("\ufdfa " * 4, str.upper, limit=7, piece=1)
+    Traceback (most recent call last):
+    ...
+    changewatch.errors.PageTooComplexError: the normalised text passes 7 characters ...
     """
-    piece = 1 << 16
     parts: list[str] = []
     size = 0
     start = 0
