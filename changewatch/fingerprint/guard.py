@@ -66,43 +66,223 @@ _ATTRIBUTE_STR = re.compile(_ATTRIBUTE)
 _ATTRIBUTE_BYTES = re.compile(_ATTRIBUTE.encode())
 
 _VOID = frozenset(
-    "area base basefont bgsound br col embed frame hr image img input keygen link meta "
-    "param source track wbr".split()
+    [
+        "area",
+        "base",
+        "basefont",
+        "bgsound",
+        "br",
+        "col",
+        "embed",
+        "frame",
+        "hr",
+        "image",
+        "img",
+        "input",
+        "keygen",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
 )
 #: The formatting elements (§13.2.4.3): reconstructed and cloned by the parser, so counted
 #: per name and never closed implicitly.
-_FORMATTING = frozenset("a b big code em font i nobr s small strike strong tt u".split())
+_FORMATTING = frozenset(
+    [
+        "a",
+        "b",
+        "big",
+        "code",
+        "em",
+        "font",
+        "i",
+        "nobr",
+        "s",
+        "small",
+        "strike",
+        "strong",
+        "tt",
+        "u",
+    ]
+)
 #: Elements whose content is text (§13.2.5.2-7); outside SVG/MathML only.
-_RAW_TEXT = frozenset("iframe noembed noframes style textarea title xmp".split())
+_RAW_TEXT = frozenset(["iframe", "noembed", "noframes", "style", "textarea", "title", "xmp"])
 #: The "special" category (§13.2.4.2): an end tag for another name stops at these.
 _SPECIAL = frozenset(
-    "address applet area article aside base basefont bgsound blockquote body br button "
-    "caption center col colgroup dd details dir div dl dt embed fieldset figcaption figure "
-    "footer form frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img "
-    "input keygen li link listing main marquee menu meta nav noembed noframes noscript "
-    "object ol p param plaintext pre script search section select source style summary "
-    "table tbody td template textarea tfoot th thead title tr track ul wbr xmp mi mo mn ms "
-    "mtext annotation-xml foreignobject desc".split()
+    [
+        "address",
+        "applet",
+        "area",
+        "article",
+        "aside",
+        "base",
+        "basefont",
+        "bgsound",
+        "blockquote",
+        "body",
+        "br",
+        "button",
+        "caption",
+        "center",
+        "col",
+        "colgroup",
+        "dd",
+        "details",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "embed",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "frame",
+        "frameset",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "iframe",
+        "img",
+        "input",
+        "keygen",
+        "li",
+        "link",
+        "listing",
+        "main",
+        "marquee",
+        "menu",
+        "meta",
+        "nav",
+        "noembed",
+        "noframes",
+        "noscript",
+        "object",
+        "ol",
+        "p",
+        "param",
+        "plaintext",
+        "pre",
+        "script",
+        "search",
+        "section",
+        "select",
+        "source",
+        "style",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "template",
+        "textarea",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "track",
+        "ul",
+        "wbr",
+        "xmp",
+        "mi",
+        "mo",
+        "mn",
+        "ms",
+        "mtext",
+        "annotation-xml",
+        "foreignobject",
+        "desc",
+    ]
 )
 #: "has an element in scope" (§13.2.4.2) stops at these; button, list item and table
 #: scope add or replace some.
 _SCOPE = frozenset(
-    "applet caption html table td th marquee object template mi mo mn ms mtext "
-    "annotation-xml foreignobject desc title".split()
+    [
+        "applet",
+        "caption",
+        "html",
+        "table",
+        "td",
+        "th",
+        "marquee",
+        "object",
+        "template",
+        "mi",
+        "mo",
+        "mn",
+        "ms",
+        "mtext",
+        "annotation-xml",
+        "foreignobject",
+        "desc",
+        "title",
+    ]
 )
 _BUTTON_SCOPE = _SCOPE | {"button"}
 _LIST_SCOPE = _SCOPE | {"ol", "ul"}
 _TABLE_SCOPE = frozenset({"html", "table", "template"})
-_TABLE_END = frozenset("table tbody thead tfoot tr td th caption".split())
+_TABLE_END = frozenset(["table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption"])
 #: Start tags that close an open p (§13.2.6.4.7); table only in no-quirks mode, so not here.
 _CLOSES_P = frozenset(
-    "address article aside blockquote center details dialog dir div dl fieldset figcaption "
-    "figure footer header hgroup main menu nav ol p search section summary ul h1 h2 h3 h4 "
-    "h5 h6 pre listing form xmp li dd dt plaintext".split()
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "center",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "header",
+        "hgroup",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "search",
+        "section",
+        "summary",
+        "ul",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "pre",
+        "listing",
+        "form",
+        "xmp",
+        "li",
+        "dd",
+        "dt",
+        "plaintext",
+    ]
 )
-_HEADINGS = frozenset("h1 h2 h3 h4 h5 h6".split())
+_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 #: HTML integration points and MathML text integration points: their content is HTML.
-_INTEGRATION = frozenset("foreignobject desc title mi mo mn ms mtext annotation-xml".split())
+_INTEGRATION = frozenset(
+    ["foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext", "annotation-xml"]
+)
 _TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
 
 
@@ -168,10 +348,10 @@ class _Model:
                 continue
             attributes = match.group(3)
             if len(attributes) > attributes_limit:
-                found = len(attribute.findall(attributes))
+                found = len(attribute.findall(attributes))  # type: ignore[arg-type]
                 if found > self.attributes_limit:
                     raise PageTooComplexError("attributes", self.attributes_limit, found)
-            name = raw_name.decode("latin-1").lower() if bytes_in else raw_name.lower()
+            name: str = raw_name.decode("latin-1").lower() if bytes_in else raw_name.lower()  # type: ignore[union-attr,assignment]
             if match.group(1):
                 self.end(name)
                 continue

@@ -20,8 +20,8 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.decode import decode_html, utf8_source
-from changewatch.fingerprint.policy import DEFAULT_POLICY, DROPPED_TAGS, FingerprintPolicy
 from changewatch.fingerprint.guard import too_deep
+from changewatch.fingerprint.policy import DEFAULT_POLICY, DROPPED_TAGS, FingerprintPolicy
 from changewatch.fingerprint.text import _fallback_text, _lt_count, normalise_text
 from changewatch.fingerprint.volatile import DEFAULT_VOLATILE_PATTERNS
 

@@ -1,4 +1,4 @@
-"""Fuzz and unit: the guard against hostile pages — the nesting model, the attribute limit, the text cap."""
+"""Fuzz: the guard against hostile pages — the nesting model, attribute limit, text cap."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_distinct_attribute_names_on_one_element_grow_linearly() -> None:
     lexbor's duplicate check is quadratic but bounded (90,000 names took 30 s)."""
 
     def shape(n: int) -> str:
-        return "<p " + " ".join(f"a{i}=\"v\"" for i in range(n)) + ">x</p>"
+        return "<p " + " ".join(f'a{i}="v"' for i in range(n)) + ">x</p>"
 
     n, t_small, t_large = growth(
         fingerprint, shape, (PageTooComplexError,), min_seconds=0.002, large_repeats=1
