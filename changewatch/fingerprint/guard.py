@@ -653,7 +653,8 @@ def normalise_bounded(
 
     >>> normalise_bounded("a b c", str.upper, piece=1)
     'A B C'
-    >>> normalise_bounded("\ufdfa " * 4, str.upper, limit=7, piece=1)
+    >>> import unicodedata
+    >>> normalise_bounded("\ufdfa " * 4, lambda t: unicodedata.normalize("NFKC", t), limit=7)
     Traceback (most recent call last):
     ...
     changewatch.errors.PageTooComplexError: the normalised text passes 7 characters ...
