@@ -85,8 +85,8 @@ class PageTooComplexError(ChangewatchError, ValueError):
     """A page is over a limit that keeps parsing it bounded in time and memory.
 
     ``limit_name`` names the limit (``"attributes"``: attributes on one element;
-    ``"text"``: characters of normalised text), ``limit`` its value and ``found`` what the
-    page reached (at least).
+    ``"names"``: distinct attribute or tag names; ``"text"``: characters of normalised
+    text), ``limit`` its value and ``found`` what the page reached (at least).
     """
 
     def __init__(self, limit_name: str, limit: int, found: int) -> None:
@@ -95,6 +95,7 @@ class PageTooComplexError(ChangewatchError, ValueError):
         self.found = found
         what = {
             "attributes": f"an element has more than {limit} attributes ({found})",
+            "names": f"the page has more than {limit} distinct attribute or tag names",
             "text": f"the normalised text passes {limit} characters ({found} at least)",
         }.get(limit_name, f"the page is over the {limit_name} limit {limit} ({found})")
         super().__init__(

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Pages nested deeper than this (by the model of
-#: :func:`~changewatch.fingerprint.guard.nesting_depth`) are read by a tag-stripping fallback
+#: :func:`~changewatch.fingerprint.nesting.nesting_depth`) are read by a tag-stripping fallback
 #: instead of lexbor, whose tree building is quadratic in nesting depth (100,000 nested
 #: ``div``: 22 s).
 DEFAULT_MAX_NESTING = MAX_NESTING
@@ -251,14 +251,19 @@ def normalise_text(text: str) -> str:
     if text.isascii():
         return text.lower()  # ASCII is already NFKC and case-folds to lower case
     if len(text) > _BOUNDED_FROM:
-        # NFKC expands up to 18× (U+FDFA): normalised in pieces, refused past the cap.
-        return normalise_bounded(text, _normalise_collapsed)
+        # NFKC expands up to 18× (U+FDFA): long text is folded in pieces, under a cap.
+        return normalise_bounded(text, _fold)
     return _normalise_collapsed(text)
 
 
-#: Text longer than this (in characters) is normalised in pieces under the cap of
-#: :data:`~changewatch.fingerprint.guard.MAX_TEXT_CHARS`; shorter text cannot reach it.
-_BOUNDED_FROM = 1 << 19
+#: Text longer than this (in characters) is normalised in pieces under the caps of
+#: :func:`~changewatch.fingerprint.guard.normalise_bounded`.
+_BOUNDED_FROM = 1 << 16
+
+
+def _fold(text: str) -> str:
+    """NFKC, case fold, NFKC: what :func:`_normalise_collapsed` does before collapsing."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def _normalise_collapsed(text: str) -> str:

@@ -13,13 +13,14 @@ from changewatch import PageTooComplexError
 from changewatch.fingerprint import fingerprint, normalise, normalise_text
 from changewatch.fingerprint.guard import (
     MAX_ATTRIBUTES,
+    MAX_NAMES,
     MAX_NESTING,
-    MAX_TEXT_CHARS,
-    check_attributes,
-    nesting_depth,
+    check_names,
     normalise_bounded,
+    too_deep,
 )
-from changewatch.fingerprint.text import _normalise_collapsed
+from changewatch.fingerprint.nesting import attribute_names, nesting_depth
+from changewatch.fingerprint.text import _fold, _normalise_collapsed
 
 from .strategies import FUZZ, html_documents
 
@@ -104,27 +105,65 @@ def test_many_attributes_on_one_element_are_refused() -> None:
 
 
 def test_attributes_are_counted_as_the_tokenizer_reads_them() -> None:
-    """Quoted values may hold spaces, ">" and "<": one attribute each."""
-    value = '"a b > < c=d"'
-    check_attributes("<p " + f"x={value} " * 10 + ">", limit=10)
+    """Quoted values may hold spaces, ">" and "<" (one attribute each); a quoted value
+    followed by a name without a space starts another attribute."""
+    assert len(attribute_names(' x="a b > < c=d"' * 10)) == 10
+    assert attribute_names(" a=\"\"b=''c d=e/ f") == ["a", "b", "c", "d", "f"]
+    check_names("<p" + ' x="a b > < c=d"' * MAX_ATTRIBUTES + ">", 3)
     with pytest.raises(PageTooComplexError):
-        check_attributes("<p " + "x y " * 6 + ">", limit=10)
+        check_names("<p" + ' x=""' * (MAX_ATTRIBUTES + 1), 1)  # unterminated: still read
+
+
+@pytest.mark.parametrize("many", [True, False], ids=["many tags", "few tags"])
+def test_many_distinct_attribute_names_are_refused(many: bool) -> None:
+    """More than MAX_NAMES distinct attribute names over the page (spread over elements:
+    256,000 took 52 s), on pages of many small tags or of few large ones: refused."""
+    if many:
+        page = "".join(f'<p a{i}="v">x</p>' for i in range(MAX_NAMES + 1))
+    else:
+        per = MAX_ATTRIBUTES
+        page = "".join(
+            "<p " + " ".join(f"a{t}_{i}" for i in range(per)) + ">x</p>"
+            for t in range(MAX_NAMES // per + 1)
+        )
+    with pytest.raises(PageTooComplexError) as caught:
+        fingerprint(page)
+    assert caught.value.limit_name == "names"
+
+
+def test_many_distinct_tag_names_are_refused() -> None:
+    """More than MAX_NAMES distinct tag names (256,000 took 93 s): refused."""
+    with pytest.raises(PageTooComplexError) as caught:
+        fingerprint("".join(f"<p{i}>x</p{i}>" for i in range(MAX_NAMES + 1)))
+    assert caught.value.limit_name == "names"
+
+
+def test_costly_repeated_deep_blocks_take_the_fallback() -> None:
+    """Blocks 4,000 deep, repeated (under the depth limit, but 16 s at 10 MiB): the stack
+    walks cost over NESTING_WORK_PER_TAG per tag, so the fallback reads the page."""
+    block = "<div>" * 4000 + "x" + "</div>" * 4000
+    assert too_deep(block * 200, (block * 200).count("<"))
+    assert not too_deep("<div>" * 4000 + "</div>" * 4000, 8000)
 
 
 def test_nfkc_expansion_is_refused_past_the_cap() -> None:
-    """U+FDFA normalises to 18 characters: text that would pass MAX_TEXT_CHARS is refused
-    (PageTooComplexError naming the text limit), never built."""
-    count = MAX_TEXT_CHARS // 18 + 1000
+    """U+FDFA normalises to 18 characters: text whose normal form would pass twice its
+    length (plus 64 Ki) is refused (PageTooComplexError naming the text limit), never
+    built; short runs are normalised as before."""
+    count = 100_000
     with pytest.raises(PageTooComplexError) as caught:
         normalise_text("\ufdfa" * count)
     assert caught.value.limit_name == "text"
     with pytest.raises(PageTooComplexError):
         fingerprint(("<p>" + "\ufdfa" * count + "</p>").encode())
     assert len(normalise_text("\ufdfa" * 1000)) == 18_000
+    text = "ﬁ ½ " * 40_000  # real expansions (ligatures, fractions) pass
+    assert normalise_text(text) == _normalise_collapsed(" ".join(text.split()))
 
 
 _texts = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(" \u0301\ufdfa"),
+    st.characters(codec="utf-8", exclude_categories=("Cs",))
+    | st.sampled_from(" \u0301\ufdfa\u1100\u1161\u11a8\u0b47\u0b3e\u00a8ﬁẞ"),
     max_size=200,
 )
 
@@ -132,8 +171,9 @@ _texts = st.text(
 @FUZZ
 @given(_texts, st.integers(1, 20))
 def test_normalising_in_pieces_equals_normalising_whole(text: str, piece: int) -> None:
-    """Cutting collapsed text at spaces never changes its normal form."""
+    """Folding collapsed text in pieces cut at safe boundaries never changes its normal form
+    (combining marks, Hangul jamo and compositions across a cut included)."""
     text = " ".join(text.split())
     whole = _normalise_collapsed(text)
-    assert normalise_bounded(text, _normalise_collapsed, 10**9, piece=piece) == whole
+    assert normalise_bounded(text, _fold, piece=piece, limit=10**9) == whole
     assert unicodedata.is_normalized("NFKC", whole)
