@@ -47,6 +47,18 @@ def _tag_names(size: int) -> str:
     return "".join(f"<p{i}>x</p{i}>" for i in range(size // 16))
 
 
+def _full_elements(size: int) -> str:
+    """Elements of 256 attributes (the most allowed), repeated."""
+    element = "<p " + " ".join(f"a{i}" for i in range(256)) + ">x</p>"
+    return _repeat(element, size)
+
+
+def _many_names(size: int) -> str:
+    """65,536 distinct attribute names (the most allowed), then those names again."""
+    first = "".join(f'<p a{i}="v">x</p>' for i in range(65536))
+    return first + _repeat('<p a1="v">x</p>', max(0, size - len(first)))
+
+
 def _ages(size: int) -> str:
     k = size // 17
     return "<p>" + "5 1:00 " * k + "hours ago " * k + "</p>"
@@ -58,10 +70,14 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "<div> nested (100,000+ deep)": lambda s: _repeat("<div>", s),
     "4,000-deep blocks, repeated": lambda s: _repeat("<div>" * 4000 + "x" + "</div>" * 4000, s),
     "distinct attributes, one element": _attributes,
+    "elements of 256 attributes, repeated": _full_elements,
     "distinct attribute names, spread": _spread_attributes,
+    "65,536 distinct attribute names, then repeated": _many_names,
     "distinct tag names": _tag_names,
     "nested relative ages": _ages,
     "U+FDFA (NFKC ×18)": lambda s: _repeat("\ufdfa", s),
+    "U+FDFA, spaced": lambda s: _repeat("\ufdfa ", s),
+    "normal page (corpus pages concatenated)": lambda s: _normal_page(s).decode("utf-8", "replace"),
 }
 
 

@@ -32,12 +32,12 @@ from changewatch.fingerprint.nesting import (
     Model,
     attribute_names,
     attributes_of,
-    iter_attribute_names,
 )
 
 __all__ = [
     "MAX_ATTRIBUTES",
     "MAX_NAMES",
+    "MAX_NAMES_FEW_TAGS",
     "MAX_NESTING",
     "MAX_TEXT_CHARS",
     "MAX_TEXT_EXPANSION",
@@ -52,9 +52,13 @@ __all__ = [
 #: 256 attributes filling 10 MiB parse in 1.2 s; the most on one element in the shared
 #: corpus is 26.
 MAX_ATTRIBUTES = 256
-#: A page with more distinct attribute names, or more distinct tag names, than this is
-#: refused: lexbor's cost per new name grows with the names seen (64,000: 0.6 s).
-MAX_NAMES = 65536
+#: A page of more than :data:`MAX_NESTING` ``<`` with more distinct attribute names, or
+#: more distinct tag names, than this is refused: lexbor's cost per new name grows with the
+#: names seen (58,000 took 3.9 s at 1 MiB). The shared corpus has at most 198 and 72.
+MAX_NAMES = 8192
+#: On pages of fewer ``<`` (whose tags are not all read), the limit on distinct attribute
+#: names: 16 a tag cannot pass it, so only tags of more are read to check it.
+MAX_NAMES_FEW_TAGS = 65536
 #: The stack walks a page may cost: past ``NESTING_WORK_PER_TAG`` levels per start tag on
 #: average (plus 16 Mi levels), the fallback reads it (4,000-deep blocks filling 10 MiB took
 #: 16 s). Real pages average under 40.
@@ -98,27 +102,24 @@ def too_deep(source: str | bytes, count: int) -> bool:
     if count <= MAX_NESTING:
         check_names(source, count)
         return False
-    model = Model(MAX_NESTING, max_attributes=MAX_ATTRIBUTES)
+    model = Model(MAX_NESTING, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES)
     model.run(source)
-    if model.deepest > MAX_NESTING:
-        return True
-    if model.work > NESTING_WORK_PER_TAG * model.pushes + _NESTING_WORK_SLACK:
-        return True
-    if len(model.tag_names) > MAX_NAMES:
-        raise PageTooComplexError("names", MAX_NAMES, len(model.tag_names))
-    if model.attribute_bytes > 2 * MAX_NAMES:  # each attribute takes 2 bytes at least
-        _count_attribute_names(source)
-    return False
+    return (
+        model.deepest > MAX_NESTING
+        or model.work > NESTING_WORK_PER_TAG * model.pushes + _NESTING_WORK_SLACK
+    )
 
 
 def check_names(source: str | bytes, count: int) -> None:
     """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count`` ``<``)
-    has more than :data:`MAX_ATTRIBUTES` attributes or the page more than :data:`MAX_NAMES`
-    distinct attribute names, counted as the tokenizer reads them (HTML §13.2.5.32-39).
+    has more than :data:`MAX_ATTRIBUTES` attributes or the page more than
+    :data:`MAX_NAMES_FEW_TAGS` distinct attribute names, counted as the tokenizer reads them
+    (HTML §13.2.5.32-39).
 
-    Tags of more than 16 attributes are found by one regex search and counted exactly; the
-    rest hold at most ``16 × count`` names, and only past :data:`MAX_NAMES` is every name
-    read. Tags written inside comments or scripts count too (an over-count).
+    Tags of more than 16 attributes are found by one regex search (which reads scripts and
+    comments as markup too: an over-count); the rest hold at most ``16 × count`` names. Only
+    when that bound passes a limit is the page read as the tokenizer reads it, every name
+    counted, and refused if it is over.
 
     >>> check_names("<p " + "a=1 " * 256 + ">", 1)
     >>> check_names("<p " + "a=1 " * 257 + ">", 1)
@@ -131,20 +132,12 @@ def check_names(source: str | bytes, count: int) -> None:
     for match in pattern.finditer(source):  # type: ignore[arg-type]
         names = attribute_names(attributes_of(source, match.start()))
         if len(names) > MAX_ATTRIBUTES:
-            raise PageTooComplexError("attributes", MAX_ATTRIBUTES, len(names))
+            break  # perhaps in a script: read as the tokenizer does
         long_names.update(name.lower() for name in names)
-    if _SHORT * count + len(long_names) > MAX_NAMES:
-        _count_attribute_names(source)
-
-
-def _count_attribute_names(source: str | bytes) -> None:
-    """Count the distinct attribute names of every tag-shaped token of ``source``; refuse
-    more than :data:`MAX_NAMES` (ASCII case folded, as lexbor folds them)."""
-    seen: set[str | bytes] = set()
-    for name in iter_attribute_names(source):
-        seen.add(name.lower())
-        if len(seen) > MAX_NAMES:
-            raise PageTooComplexError("names", MAX_NAMES, len(seen))
+    else:
+        if _SHORT * count + len(long_names) <= MAX_NAMES_FEW_TAGS:
+            return
+    Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
 
 
 def normalise_bounded(

@@ -11,7 +11,6 @@ here reads the page as the HTML tokenizer does (§13.2.5) and pops only what the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from changewatch.errors import PageTooComplexError
 
@@ -20,7 +19,6 @@ __all__ = [
     "Model",
     "attribute_names",
     "attributes_of",
-    "iter_attribute_names",
     "nesting_depth",
 ]
 
@@ -74,16 +72,6 @@ def attribute_names(area: str | bytes) -> list[str] | list[bytes]:
     """
     pattern = _NAME_BYTES if isinstance(area, bytes) else _NAME_STR
     return pattern.findall(area)  # type: ignore[arg-type]
-
-
-def iter_attribute_names(text: str | bytes) -> Iterator[str | bytes]:
-    """The attribute names of every tag-shaped token of ``text`` (comments and doctypes
-    skipped; raw text read as markup, so this is a superset of what the parser sees)."""
-    pattern = _TOKEN_BYTES if isinstance(text, bytes) else _TOKEN_STR
-    for match in pattern.finditer(text):  # type: ignore[arg-type]
-        area = match.group(3)
-        if area:
-            yield from attribute_names(area)
 
 
 _VOID = _names(
@@ -166,9 +154,13 @@ class Model:
     ``max_attributes`` attributes raises :class:`PageTooComplexError`.
     """
 
-    def __init__(self, limit: int, *, max_attributes: int) -> None:
+    def __init__(self, limit: int, *, max_attributes: int, max_names: int | None = None) -> None:
         self.limit = limit
         self.max_attributes = max_attributes
+        #: When set, every tag's attributes are read and their distinct names counted.
+        self.max_names = max_names
+        self.attribute_names: set[str | bytes] = set()
+        self.most_attributes = 0
         self.stack: list[str] = []
         #: Per entry of ``stack``: whether that element's content is SVG/MathML.
         self.foreign: list[bool] = []
@@ -200,13 +192,17 @@ class Model:
                 continue
             attributes = match.group(3)
             self.attribute_bytes += len(attributes)
-            if len(attributes) > long_area:
+            if self.max_names is not None:
+                self.count_names(attributes)
+            elif len(attributes) > long_area:
                 self.check_attributes(attributes)
             name: str = raw_name.decode("latin-1").lower() if bytes_in else raw_name.lower()  # type: ignore[union-attr,assignment]
             if match.group(1):
                 self.end(name)
                 continue
             self.tag_names.add(name)
+            if self.max_names is not None and len(self.tag_names) > self.max_names:
+                raise PageTooComplexError("names", self.max_names, len(self.tag_names))
             pos = self.start(name, bool(match.group(4)), text, pos)
             if pos < 0:
                 return
@@ -230,6 +226,20 @@ class Model:
             self.check_attributes(attributes_of(text, match.start()))
             return -1
         return pos
+
+    def count_names(self, area: str | bytes) -> None:
+        """Read the attributes of one tag: refuse past ``max_attributes`` on it or
+        ``max_names`` distinct over the page (names ASCII case folded, as lexbor folds)."""
+        if not area:
+            return
+        names = attribute_names(area)
+        self.most_attributes = max(self.most_attributes, len(names))
+        if len(names) > self.max_attributes:
+            raise PageTooComplexError("attributes", self.max_attributes, len(names))
+        seen = self.attribute_names
+        seen.update(name.lower() for name in names)
+        if self.max_names is not None and len(seen) > self.max_names:
+            raise PageTooComplexError("names", self.max_names, len(seen))
 
     def check_attributes(self, area: str | bytes) -> None:
         """Raise :class:`PageTooComplexError` if ``area`` (a tag's attribute text) holds more

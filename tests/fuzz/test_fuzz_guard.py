@@ -14,6 +14,7 @@ from changewatch.fingerprint import fingerprint, normalise, normalise_text
 from changewatch.fingerprint.guard import (
     MAX_ATTRIBUTES,
     MAX_NAMES,
+    MAX_NAMES_FEW_TAGS,
     MAX_NESTING,
     check_names,
     normalise_bounded,
@@ -116,19 +117,22 @@ def test_attributes_are_counted_as_the_tokenizer_reads_them() -> None:
 
 @pytest.mark.parametrize("many", [True, False], ids=["many tags", "few tags"])
 def test_many_distinct_attribute_names_are_refused(many: bool) -> None:
-    """More than MAX_NAMES distinct attribute names over the page (spread over elements:
-    256,000 took 52 s), on pages of many small tags or of few large ones: refused."""
+    """More distinct attribute names than the page may hold (spread over elements: 256,000
+    took 52 s), on pages of many small tags (MAX_NAMES) or of few large ones
+    (MAX_NAMES_FEW_TAGS): refused; a script's text never counts."""
     if many:
         page = "".join(f'<p a{i}="v">x</p>' for i in range(MAX_NAMES + 1))
     else:
         per = MAX_ATTRIBUTES
         page = "".join(
             "<p " + " ".join(f"a{t}_{i}" for i in range(per)) + ">x</p>"
-            for t in range(MAX_NAMES // per + 1)
+            for t in range(MAX_NAMES_FEW_TAGS // per + 1)
         )
     with pytest.raises(PageTooComplexError) as caught:
         fingerprint(page)
     assert caught.value.limit_name == "names"
+    script = "<script>'<p " + " ".join(f"a{i}" for i in range(2 * MAX_ATTRIBUTES)) + ">'</script>"
+    assert fingerprint(script + "<p>x</p>" * (3000 if many else 3)).text_length > 0
 
 
 def test_many_distinct_tag_names_are_refused() -> None:
