@@ -59,6 +59,13 @@ def _many_names(size: int) -> str:
     return first + _repeat('<p a1="v">x</p>', max(0, size - len(first)))
 
 
+def _few_tags_many_names(size: int) -> str:
+    """4,096 tags of 16 new attribute names each (65,536 names: the most a page of few tags
+    may hold unread), then text."""
+    tags = "".join("<p " + " ".join(f"a{t}_{i}" for i in range(16)) + ">" for t in range(4096))
+    return tags + "x" * max(0, size - len(tags))
+
+
 def _ages(size: int) -> str:
     k = size // 17
     return "<p>" + "5 1:00 " * k + "hours ago " * k + "</p>"
@@ -73,6 +80,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "elements of 256 attributes, repeated": _full_elements,
     "distinct attribute names, spread": _spread_attributes,
     "65,536 distinct attribute names, then repeated": _many_names,
+    "4,096 tags of 16 new attribute names": _few_tags_many_names,
     "distinct tag names": _tag_names,
     "nested relative ages": _ages,
     "U+FDFA (NFKC ×18)": lambda s: _repeat("\ufdfa", s),

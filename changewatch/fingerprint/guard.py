@@ -102,12 +102,15 @@ def too_deep(source: str | bytes, count: int) -> bool:
     if count <= MAX_NESTING:
         check_names(source, count)
         return False
-    model = Model(MAX_NESTING, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES)
-    model.run(source)
-    return (
-        model.deepest > MAX_NESTING
-        or model.work > NESTING_WORK_PER_TAG * model.pushes + _NESTING_WORK_SLACK
+    model = Model(
+        MAX_NESTING,
+        max_attributes=MAX_ATTRIBUTES,
+        max_names=MAX_NAMES,
+        work_per_push=NESTING_WORK_PER_TAG,
+        work_slack=_NESTING_WORK_SLACK,
     )
+    model.run(source)
+    return model.deepest > MAX_NESTING or model.too_costly
 
 
 def check_names(source: str | bytes, count: int) -> None:

@@ -149,13 +149,26 @@ class Model:
 
     After :meth:`run`: ``deepest`` (the depth bound, past ``limit`` if the pass stopped
     there), ``work`` (the sum of the depths at each start tag: what the parser's stack walks
-    cost), ``pushes``, ``tag_names`` (every start tag's name) and ``attribute_bytes`` (the
+    cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start tag's name) and ``attribute_bytes`` (the
     length of all attribute text: twice a bound on the attributes). A tag of more than
     ``max_attributes`` attributes raises :class:`PageTooComplexError`.
     """
 
-    def __init__(self, limit: int, *, max_attributes: int, max_names: int | None = None) -> None:
+    def __init__(
+        self,
+        limit: int,
+        *,
+        max_attributes: int,
+        max_names: int | None = None,
+        work_per_push: int = 1 << 62,
+        work_slack: int = 0,
+    ) -> None:
         self.limit = limit
+        #: The pass stops (``too_costly``) once ``work`` passes ``work_per_push`` levels per
+        #: start tag on average, plus ``work_slack``.
+        self.work_per_push = work_per_push
+        self.work_slack = work_slack
+        self.too_costly = False
         self.max_attributes = max_attributes
         #: When set, every tag's attributes are read and their distinct names counted.
         self.max_names = max_names
@@ -209,6 +222,9 @@ class Model:
             depth = len(self.stack) + self.formatting_open + 3
             self.work += depth
             self.pushes += 1
+            if self.work > self.work_per_push * self.pushes + self.work_slack:
+                self.too_costly = True
+                return
             if depth > self.deepest:
                 self.deepest = depth
                 if depth > self.limit:
