@@ -149,9 +149,11 @@ class Model:
 
     After :meth:`run`: ``deepest`` (the depth bound, past ``limit`` if the pass stopped
     there), ``work`` (the sum of the depths at each start tag: what the parser's stack walks
-    cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start tag's name) and ``attribute_bytes`` (the
-    length of all attribute text: twice a bound on the attributes). A tag of more than
-    ``max_attributes`` attributes raises :class:`PageTooComplexError`.
+    cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start
+    tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
+    than ``max_attributes`` attributes raises :class:`PageTooComplexError`, and with
+    ``max_names``, so do more distinct attribute names (``attribute_names``; the most on one
+    tag in ``most_attributes``) or distinct tag names than that.
     """
 
     def __init__(
