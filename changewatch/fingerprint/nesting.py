@@ -115,6 +115,13 @@ _INTEGRATION = frozenset(
     ["foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext", "annotation-xml"]
 )
 _TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
+#: Start tags that end SVG/MathML content (§13.2.6.5; font only with some attributes, here
+#: always).
+_BREAKOUT = _names(
+    "b big blockquote body br center code dd div dl dt em embed font h1 h2 h3 h4 h5 h6 "
+    "head hr i img li listing menu meta nobr ol p pre ruby s small span strong strike sub "
+    "sup table tt u ul var"
+)
 
 
 def nesting_depth(source: str | bytes, limit: int = MAX_NESTING) -> int:
@@ -236,9 +243,10 @@ class Model:
         """After a comment, doctype, bogus comment or CDATA token: where to read on (-1:
         nowhere, the rest of the page is one token)."""
         token = match.group(0)
-        if token[:9] in _CDATA and self.foreign and self.foreign[-1]:
-            end = text.find(_CDATA_END[type(text)], pos)  # type: ignore[arg-type]
-            return -1 if end == -1 else end + 3
+        if token[:9] in _CDATA:  # a section in SVG/MathML, else a bogus comment to ">"
+            foreign = bool(self.foreign) and self.foreign[-1]
+            end = text.find(_CDATA_END[type(text)] if foreign else _GT[type(text)], pos)  # type: ignore[arg-type]
+            return -1 if end == -1 else end + (3 if foreign else 1)
         if token[1:2].isalpha() or (token[1:2] in _SLASH and token[2:3].isalpha()):
             # a tag the page ends inside: lexbor reads its attributes, then drops it
             self.check_attributes(attributes_of(text, match.start()))
@@ -268,10 +276,12 @@ class Model:
 
     def start(self, name: str, self_closing: bool, text: str | bytes, pos: int) -> int:
         """Apply a start tag; the position to scan on from (-1: the rest is text)."""
-        if self.foreign and self.foreign[-1]:
+        if self.foreign and self.foreign[-1] and name not in _BREAKOUT:
             if not self_closing:
                 self.push(name, name not in _INTEGRATION)
             return pos
+        # An HTML start tag; in SVG/MathML one of the tags that break out of it (the parser
+        # pops the foreign elements first: here they stay, an over-estimate).
         if name in _VOID or name in ("html", "head", "body"):
             return pos
         if name in _FORMATTING:
@@ -332,8 +342,9 @@ class Model:
         return index
 
     def close_implied(self, name: str) -> None:
-        """What an HTML start tag ``name`` surely closes first (§13.2.6.4.7, 9, 11, 13)."""
-        if not self.stack:
+        """What an HTML start tag ``name`` surely closes first (§13.2.6.4.7, 9, 11, 13);
+        nothing inside a select (whose content model lexbor no longer restricts)."""
+        if not self.stack or (self.last("select") >= 0 and name not in ("option", "optgroup")):
             return
         if name in _TABLE_END and name != "table" and name != "caption":
             self.close_table_parts(name)
@@ -440,6 +451,7 @@ _KEYS: dict[str, tuple[str, ...]] = {}
 
 _CDATA = frozenset({"<![CDATA[", b"<![CDATA["})
 _SLASH = frozenset({"/", b"/"})
+_GT: dict[type, str | bytes] = {str: ">", bytes: b">"}
 _CDATA_END: dict[type, str | bytes] = {str: "]]>", bytes: b"]]>"}
 
 
