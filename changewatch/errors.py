@@ -86,20 +86,23 @@ class PageTooComplexError(ChangewatchError, ValueError):
 
     ``limit_name`` names the limit (``"attributes"``: attributes on one element;
     ``"names"``: distinct attribute or tag names; ``"text"``: characters of normalised
-    text), ``limit`` its value and ``found`` what the page reached (at least).
+    text), ``limit`` its value, ``found`` what the page reached (at least) and ``url`` the
+    page's canonical URL where known (``should_parse`` sets it).
     """
 
-    def __init__(self, limit_name: str, limit: int, found: int) -> None:
+    def __init__(self, limit_name: str, limit: int, found: int, url: str | None = None) -> None:
         self.limit_name = limit_name
         self.limit = limit
         self.found = found
+        self.url = url
         what = {
             "attributes": f"an element has more than {limit} attributes ({found})",
             "names": f"the page has more than {limit} distinct attribute or tag names",
             "text": f"the normalised text passes {limit} characters ({found} at least)",
         }.get(limit_name, f"the page is over the {limit_name} limit {limit} ({found})")
+        page = "the page" if url is None else f"page {url!r}"
         super().__init__(
-            f"{what}: the page is refused, as parsing it would cost time or memory "
+            f"{what}: {page} is refused, as parsing it would cost time or memory "
             "far out of proportion to its size (SECURITY.md, Hostile HTML)"
         )
 
