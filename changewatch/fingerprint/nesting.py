@@ -112,15 +112,23 @@ _CLOSES_P = _names(
 _HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
 #: HTML integration points and MathML text integration points: their content is HTML.
 _INTEGRATION = frozenset(
-    ["foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext", "annotation-xml"]
+    [("svg", "foreignobject"), ("svg", "desc"), ("svg", "title")]
+    + [("math", name) for name in ("mi", "mo", "mn", "ms", "mtext")]
 )
 _TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
-#: Start tags that end SVG/MathML content (§13.2.6.5; font only with some attributes, here
-#: always).
+#: End tags "in body" closes when the element is in scope (§13.2.6.4.7); other special
+#: end tags are "any other end tag".
+_SCOPED_END = _names(
+    "address article aside blockquote button center details dialog dir div dl fieldset "
+    "figcaption figure footer header hgroup listing main menu nav ol pre search section "
+    "summary ul dd dt h1 h2 h3 h4 h5 h6 applet marquee object template"
+)
+#: Start tags that end SVG/MathML content (§13.2.6.5), and font with a color, face or size
+#: attribute (see :func:`_font_in_foreign`).
 _BREAKOUT = _names(
-    "b big blockquote body br center code dd div dl dt em embed font h1 h2 h3 h4 h5 h6 "
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 "
     "head hr i img li listing menu meta nobr ol p pre ruby s small span strong strike sub "
-    "sup table tt u ul var"
+    "sup table tt u ul var font"
 )
 
 
@@ -184,11 +192,16 @@ class Model:
         self.attribute_names: set[str | bytes] = set()
         self.most_attributes = 0
         self.stack: list[str] = []
-        #: Per entry of ``stack``: whether that element's content is SVG/MathML.
-        self.foreign: list[bool] = []
+        #: Per entry of ``stack``: the namespace of its content if SVG or MathML ("svg",
+        #: "math"), else "".
+        self.foreign: list[str] = []
         self.where: dict[str, list[int]] = {}
-        self.formatting: dict[str, int] = {}
+        #: Per formatting element name: the stack's length when each open one was opened.
+        self.formatting: dict[str, list[int]] = {}
         self.formatting_open = 0
+        #: How many of those were opened at each stack length (one opened at the current
+        #: length, and not closed, may be the parser's current node).
+        self.formatting_at: dict[int, int] = {}
         self.deepest = 3
         self.work = 0
         self.pushes = 0
@@ -225,6 +238,8 @@ class Model:
             self.tag_names.add(name)
             if self.max_names is not None and len(self.tag_names) > self.max_names:
                 raise PageTooComplexError("names", self.max_names, len(self.tag_names))
+            if name == "font" and self.foreign and self.foreign[-1]:
+                name = _font_in_foreign(attributes)
             pos = self.start(name, bool(match.group(4)), text, pos)
             if pos < 0:
                 return
@@ -276,24 +291,26 @@ class Model:
 
     def start(self, name: str, self_closing: bool, text: str | bytes, pos: int) -> int:
         """Apply a start tag; the position to scan on from (-1: the rest is text)."""
-        if self.foreign and self.foreign[-1] and name not in _BREAKOUT:
-            if not self_closing:
-                self.push(name, name not in _INTEGRATION)
-            return pos
-        # An HTML start tag; in SVG/MathML one of the tags that break out of it (the parser
-        # pops the foreign elements first: here they stay, an over-estimate).
+        if self.foreign and self.foreign[-1]:
+            if name not in _BREAKOUT:
+                if not self_closing:
+                    space = self.foreign[-1]  # children take their parent's namespace
+                    self.push(name, "" if (space, name) in _INTEGRATION else space)
+                return pos
+            self.leave_foreign()
         if name in _VOID or name in ("html", "head", "body"):
             return pos
         if name in _FORMATTING:
-            self.formatting[name] = self.formatting.get(name, 0) + 1
+            self.formatting.setdefault(name, []).append(len(self.stack))
+            self.formatting_at[len(self.stack)] = self.formatting_at.get(len(self.stack), 0) + 1
             self.formatting_open += 1
             return pos
         self.close_implied(name)
         if name == "svg" or name == "math":
             if not self_closing:
-                self.push(name, True)
+                self.push(name, name)  # its content is SVG or MathML
             return pos
-        self.push(name, False)
+        self.push(name, "")
         if name == "script":
             return _script_end(text, pos)
         if name in _RAW_TEXT:
@@ -302,7 +319,15 @@ class Model:
             return -1
         return pos
 
-    def push(self, name: str, foreign: bool) -> None:
+    def leave_foreign(self) -> None:
+        """What a tag that breaks out of SVG/MathML does first (§13.2.6.5): pop to an
+        integration point or an HTML element."""
+        index = len(self.foreign)
+        while index > 0 and self.foreign[index - 1]:
+            index -= 1
+        self.pop_to(index)
+
+    def push(self, name: str, foreign: str) -> None:
         index = len(self.stack)
         self.stack.append(name)
         self.foreign.append(foreign)
@@ -344,7 +369,13 @@ class Model:
     def close_implied(self, name: str) -> None:
         """What an HTML start tag ``name`` surely closes first (§13.2.6.4.7, 9, 11, 13);
         nothing inside a select (whose content model lexbor no longer restricts)."""
-        if not self.stack or (self.last("select") >= 0 and name not in ("option", "optgroup")):
+        if not self.stack:
+            return
+        if self.last("select") >= 0 and name not in ("option", "optgroup"):
+            if name in ("td", "th", "tr"):  # implied sections and rows still open
+                self.push("tbody", "")
+                if name != "tr":
+                    self.push("tr", "")
             return
         if name in _TABLE_END and name != "table" and name != "caption":
             self.close_table_parts(name)
@@ -360,6 +391,8 @@ class Model:
             self.close_list_item(self.last("li"))
         elif name == "dd" or name == "dt":
             self.close_list_item(max(self.last("dd"), self.last("dt")))
+        elif self.formatting_at.get(len(self.stack)):
+            return  # the current node may be a formatting element
         elif (name in _HEADINGS and top in _HEADINGS) or (
             (name == "option" or name == "optgroup") and top == "option"
         ):
@@ -386,28 +419,36 @@ class Model:
             keep = section + 1 if section > table else table + 1
             self.pop_to(keep)
             if section <= table:
-                self.push("tbody", False)
-            self.push("tr", False)
+                self.push("tbody", "")
+            self.push("tr", "")
         elif name == "tr":
             keep = section + 1 if section > table else table + 1
             self.pop_to(keep)
             if section <= table:
-                self.push("tbody", False)
+                self.push("tbody", "")
         else:
             self.pop_to(table + 1)
 
     def end(self, name: str) -> None:
         """Apply an end tag: pop only what the parser surely pops (§13.2.6.4.7)."""
         if name in _FORMATTING:
-            count = self.formatting.get(name, 0)
-            if count:
-                self.formatting[name] = count - 1
+            # The adoption agency (§13.2.6.4.7): with a special element opened since, it
+            # moves elements and keeps the stack's size; else it pops to the element.
+            opened = self.formatting.get(name)
+            if opened and self.last(" special") < opened[-1]:
+                at = opened.pop()
+                self.pop_to(at)
+                self.formatting_at[at] -= 1
                 self.formatting_open -= 1
             return
         if not self.stack:
             return
         if self.last("select") >= 0 and name not in ("select", "option", "optgroup"):
             return  # in select, other end tags are ignored
+        if (name == "br" or name == "p") and self.foreign[-1]:
+            self.leave_foreign()  # they break out of SVG/MathML too
+            if not self.stack:
+                return
         if self.foreign[-1] or name not in _SPECIAL:
             index = self.in_scope(name, " special")
         elif name == "p":
@@ -418,10 +459,26 @@ class Model:
             index = self.in_scope(name, " table-scope")
         elif name == "select":
             index = self.in_scope("select", " not-option")
-        else:
+        elif name == "form":  # the parser takes the form out, leaving what is above it
+            index = len(self.stack) - 1 if self.stack[-1] == "form" else -1
+        elif name in _SCOPED_END:
             index = self.in_scope(name, " scope")
+        else:  # any other end tag: reached before a special element, or ignored
+            index = self.in_scope(name, " special")
         if index >= 0:
             self.pop_to(index)
+
+
+def _font_in_foreign(area: str | bytes) -> str:
+    """``font`` in SVG/MathML breaks out with a color, face or size attribute: its name as
+    the model treats it ("font", a breakout, or "font " for a foreign element)."""
+    for found in attribute_names(area):
+        if found.lower() in _FONT_BREAKOUT:
+            return "font"
+    return "font "  # a foreign element; never a tag name (it holds a space)
+
+
+_FONT_BREAKOUT = frozenset({"color", "face", "size", b"color", b"face", b"size"})
 
 
 def _keys(name: str) -> tuple[str, ...]:
@@ -467,7 +524,7 @@ def _raw_text_end(text: str | bytes, pos: int, name: str) -> int:
     """Where the raw text (RCDATA) of ``name`` ends: after ``</name`` (§13.2.5.2-3)."""
     pattern = _END_TAGS[name][isinstance(text, bytes)]
     match = pattern.search(text, pos)  # type: ignore[arg-type]
-    return -1 if match is None else match.start() + 2
+    return -1 if match is None else match.start()
 
 
 _SCRIPT_STATES = (
@@ -494,7 +551,7 @@ def _script_end(text: str | bytes, pos: int) -> int:
         pos = match.end()
         if found in ("</s", b"</s"):
             if state != 2:
-                return match.start() + 2
+                return match.start()
             state = 1
         elif found in ("<!-", b"<!-"):
             state = 1
