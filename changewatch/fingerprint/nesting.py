@@ -116,6 +116,7 @@ _INTEGRATION = frozenset(
     + [("math", name) for name in ("mi", "mo", "mn", "ms", "mtext")]
 )
 _TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
+_TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
 #: End tags "in body" closes when the element is in scope (§13.2.6.4.7); other special
 #: end tags are "any other end tag".
 _SCOPED_END = _names(
@@ -199,6 +200,8 @@ class Model:
         #: Per formatting element name: the stack's length when each open one was opened.
         self.formatting: dict[str, list[int]] = {}
         self.formatting_open = 0
+        #: Start tags inside SVG/MathML CDATA sections (see :meth:`other`).
+        self.unsure = 0
         #: How many of those were opened at each stack length (one opened at the current
         #: length, and not closed, may be the parser's current node).
         self.formatting_at: dict[int, int] = {}
@@ -243,7 +246,7 @@ class Model:
             pos = self.start(name, bool(match.group(4)), text, pos)
             if pos < 0:
                 return
-            depth = len(self.stack) + self.formatting_open + 3
+            depth = len(self.stack) + self.formatting_open + self.unsure + 3
             self.work += depth
             self.pushes += 1
             if self.work > self.work_per_push * self.pushes + self.work_slack:
@@ -261,6 +264,12 @@ class Model:
         if token[:9] in _CDATA:  # a section in SVG/MathML, else a bogus comment to ">"
             foreign = bool(self.foreign) and self.foreign[-1]
             end = text.find(_CDATA_END[type(text)] if foreign else _GT[type(text)], pos)  # type: ignore[arg-type]
+            if foreign:
+                # The parser may no longer be in SVG/MathML (the adoption agency and foster
+                # parenting move elements): then this is a bogus comment to ">" and what
+                # follows is markup. Its start tags count as open for good.
+                stop = len(text) if end == -1 else end
+                self.unsure += len(_START_TAG[type(text)].findall(text, pos, stop))  # type: ignore[arg-type]
             return -1 if end == -1 else end + (3 if foreign else 1)
         if token[1:2].isalpha() or (token[1:2] in _SLASH and token[2:3].isalpha()):
             # a tag the page ends inside: lexbor reads its attributes, then drops it
@@ -318,6 +327,23 @@ class Model:
         if name == "plaintext":
             return -1
         return pos
+
+    def foreign_end(self, name: str) -> int:
+        """An end tag in SVG/MathML content (§13.2.6.5): the nearest foreign element of that
+        name, reached through foreign elements only (-2: none; -1: an HTML element was
+        reached first, whose rules apply). The walk's steps count as work."""
+        stack, foreign = self.stack, self.foreign
+        index = len(stack) - 1
+        while index >= 0:
+            if (index == 0 or not foreign[index - 1]) and stack[index] not in ("svg", "math"):
+                self.work += len(stack) - index
+                return -1  # an HTML element: the insertion mode's rules
+            if stack[index] == name:
+                self.work += len(stack) - index
+                return index
+            index -= 1
+        self.work += len(stack)
+        return -2
 
     def leave_foreign(self) -> None:
         """What a tag that breaks out of SVG/MathML does first (§13.2.6.5): pop to an
@@ -379,6 +405,11 @@ class Model:
             return
         if name in _TABLE_END and name != "table" and name != "caption":
             self.close_table_parts(name)
+            return
+        if name == "table" and self.stack[-1] in _TABLE_CONTEXT:
+            table = self.in_scope("table", " table-scope")  # a table in a table's own
+            if table >= 0:  # content (not in a cell) closes it first (§13.2.6.4.9)
+                self.pop_to(table)
             return
         if name in _CLOSES_P:
             found = self.in_scope("p", " scope", "button")
@@ -443,13 +474,26 @@ class Model:
             return
         if not self.stack:
             return
-        if self.last("select") >= 0 and name not in ("select", "option", "optgroup"):
-            return  # in select, other end tags are ignored
         if (name == "br" or name == "p") and self.foreign[-1]:
             self.leave_foreign()  # they break out of SVG/MathML too
             if not self.stack:
                 return
-        if self.foreign[-1] or name not in _SPECIAL:
+        if self.foreign[-1]:
+            index = self.foreign_end(name)
+            if index >= 0:
+                self.pop_to(index)
+            if index != -1:
+                return  # else an HTML element was reached: its rules apply
+        if self.last("select") >= 0 and name not in ("select", "option", "optgroup"):
+            return  # in select, other end tags are ignored
+        index = self.html_end(name)
+        if index >= 0:
+            self.pop_to(index)
+
+    def html_end(self, name: str) -> int:
+        """The element an HTML end tag ``name`` closes ("in body" and the table modes'
+        scope rules), or -1."""
+        if name not in _SPECIAL:
             index = self.in_scope(name, " special")
         elif name == "p":
             index = self.in_scope("p", " scope", "button")
@@ -465,8 +509,7 @@ class Model:
             index = self.in_scope(name, " scope")
         else:  # any other end tag: reached before a special element, or ignored
             index = self.in_scope(name, " special")
-        if index >= 0:
-            self.pop_to(index)
+        return index
 
 
 def _font_in_foreign(area: str | bytes) -> str:
@@ -509,6 +552,10 @@ _KEYS: dict[str, tuple[str, ...]] = {}
 _CDATA = frozenset({"<![CDATA[", b"<![CDATA["})
 _SLASH = frozenset({"/", b"/"})
 _GT: dict[type, str | bytes] = {str: ">", bytes: b">"}
+_START_TAG: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
+    str: re.compile("<[A-Za-z]"),
+    bytes: re.compile(b"<[A-Za-z]"),
+}
 _CDATA_END: dict[type, str | bytes] = {str: "]]>", bytes: b"]]>"}
 
 
