@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from changewatch.errors import PageTooComplexError
+from changewatch.fingerprint.rawtext import RAW_TEXT, raw_text_end, script_end
 
 __all__ = [
     "MAX_NESTING",
@@ -81,8 +82,6 @@ _VOID = _names(
 #: The formatting elements (§13.2.4.3): reconstructed and cloned by the parser, so counted
 #: per name and never closed implicitly.
 _FORMATTING = _names("a b big code em font i nobr s small strike strong tt u")
-#: Elements whose content is text (§13.2.5.2-7); outside SVG/MathML only.
-_RAW_TEXT = frozenset(["iframe", "noembed", "noframes", "style", "textarea", "title", "xmp"])
 #: The "special" category (§13.2.4.2): an end tag for another name stops at these.
 _SPECIAL = _names(
     "address applet area article aside base basefont bgsound blockquote body br button "
@@ -321,9 +320,9 @@ class Model:
             return pos
         self.push(name, "")
         if name == "script":
-            return _script_end(text, pos)
-        if name in _RAW_TEXT:
-            return _raw_text_end(text, pos, name)
+            return script_end(text, pos)
+        if name in RAW_TEXT:
+            return raw_text_end(text, pos, name)
         if name == "plaintext":
             return -1
         return pos
@@ -557,52 +556,3 @@ _START_TAG: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
     bytes: re.compile(b"<[A-Za-z]"),
 }
 _CDATA_END: dict[type, str | bytes] = {str: "]]>", bytes: b"]]>"}
-
-
-def _end_tag_re(name: str) -> tuple[re.Pattern[str], re.Pattern[bytes]]:
-    pattern = rf"</{name}[{_WS}/>]"
-    return re.compile(pattern, re.IGNORECASE), re.compile(pattern.encode(), re.IGNORECASE)
-
-
-_END_TAGS = {name: _end_tag_re(name) for name in (*_RAW_TEXT, "script")}
-
-
-def _raw_text_end(text: str | bytes, pos: int, name: str) -> int:
-    """Where the raw text (RCDATA) of ``name`` ends: after ``</name`` (§13.2.5.2-3)."""
-    pattern = _END_TAGS[name][isinstance(text, bytes)]
-    match = pattern.search(text, pos)  # type: ignore[arg-type]
-    return -1 if match is None else match.start()
-
-
-_SCRIPT_STATES = (
-    re.compile(rf"</script[{_WS}/>]|<!--", re.IGNORECASE),
-    re.compile(rf"</script[{_WS}/>]|<script[{_WS}/>]|-->", re.IGNORECASE),
-    re.compile(rf"</script[{_WS}/>]|-->", re.IGNORECASE),
-)
-_SCRIPT_STATES_BYTES = tuple(
-    re.compile(pattern.pattern.encode(), re.IGNORECASE) for pattern in _SCRIPT_STATES
-)
-
-
-def _script_end(text: str | bytes, pos: int) -> int:
-    """Where a script's text ends (§13.2.5.4, 15-31): at ``</script``, except inside
-    ``<!--`` … ``-->`` after a ``<script`` (the double-escaped state), where ``</script``
-    only ends that state."""
-    states = _SCRIPT_STATES_BYTES if isinstance(text, bytes) else _SCRIPT_STATES
-    state = 0  # 0 data, 1 escaped, 2 double escaped
-    while True:
-        match = states[state].search(text, pos)  # type: ignore[arg-type]
-        if match is None:
-            return -1
-        found = match.group(0)[:3].lower()
-        pos = match.end()
-        if found in ("</s", b"</s"):
-            if state != 2:
-                return match.start()
-            state = 1
-        elif found in ("<!-", b"<!-"):
-            state = 1
-        elif found in ("-->", b"-->"):
-            state = 0
-        else:  # <script inside <!--
-            state = 2
