@@ -143,7 +143,9 @@ def nesting_depth(source: str | bytes, limit: int = MAX_NESTING) -> int:
     tag pops only when the parser would (the element is open and in scope, or reached
     before a special element). It closes implicitly only what the parser surely closes
     (an open ``p`` before a block, the previous ``li``, ``dd``/``dt``, ``option``, table
-    cells and rows), so it over-estimates. Formatting elements (``b``, ``a``, ``font``…),
+    cells and rows), so it over-estimates — except on some pages mixing SVG breakouts with
+    tables and ``select``, found by ``tests/fuzz/atheris_nesting.py``, where it can fall short
+    by about a sixth (docs/reliability.md). Formatting elements (``b``, ``a``, ``font``…),
     which the parser reconstructs and clones, are counted per name and only end tags of
     that name take them off; ``html``, ``head`` and ``body`` count 3.
 
