@@ -20,7 +20,7 @@ from datetime import datetime
 
 from changewatch.conditional import validators_from_headers
 from changewatch.decide import DuplicatePool, decide_new, decide_stored, reverted_to
-from changewatch.errors import PageTooLargeError, StoreConflictError
+from changewatch.errors import PageTooComplexError, PageTooLargeError, StoreConflictError
 from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
     Block,
@@ -91,15 +91,20 @@ class Fetched:
                 # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
                 self.binary, self.text, self._content = True, "", self.raw
             else:
-                self._parts = page_text(
-                    self.html,
-                    self.content_type,
-                    self.policy,
-                    host=url_host(self.url),
-                    url=self.url,
-                    volatile_blocks=self.volatile_blocks,
-                    with_blocks=self.with_blocks,
-                )
+                try:
+                    self._parts = page_text(
+                        self.html,
+                        self.content_type,
+                        self.policy,
+                        host=url_host(self.url),
+                        url=self.url,
+                        volatile_blocks=self.volatile_blocks,
+                        with_blocks=self.with_blocks,
+                    )
+                except PageTooComplexError as exc:  # the pure core cannot name the page
+                    raise PageTooComplexError(
+                        exc.limit_name, exc.limit, exc.found, self.url
+                    ) from None
                 self.text = self._parts.content
                 self._content = content_sha256(self.text)
         return self._content
@@ -138,7 +143,12 @@ class Fetched:
             return None
         if is_binary(self.html, self.content_type):
             return None
-        return content_sha256_v3(self.html, self.content_type, self.policy, host=url_host(self.url))
+        try:
+            return content_sha256_v3(
+                self.html, self.content_type, self.policy, host=url_host(self.url)
+            )
+        except PageTooComplexError as exc:
+            raise PageTooComplexError(exc.limit_name, exc.limit, exc.found, self.url) from None
 
 
 def prepare(

@@ -7,6 +7,7 @@
     │   └── CanonVersionMismatchError      the store was keyed by other canonicalisation rules
     ├── InvalidURLError (ValueError)       a page URL cannot be canonicalised
     ├── PageTooLargeError (ValueError)     a page is over the configured size limit
+    ├── PageTooComplexError (ValueError)   a page over a parse limit (attributes, text)
     ├── StoreError                         the snapshot store failed; nothing was written
     │   ├── SchemaOutOfDateError           the database schema is behind the code
     │   └── StoreConflictError             a batch lost too many races in a row
@@ -78,6 +79,32 @@ class PageTooLargeError(ChangewatchError, ValueError):
         self.size = size
         self.limit = limit
         super().__init__(f"page {url!r} is {size} bytes, over the {limit}-byte limit")
+
+
+class PageTooComplexError(ChangewatchError, ValueError):
+    """A page is over a limit that keeps parsing it bounded in time and memory.
+
+    ``limit_name`` names the limit (``"attributes"``: attributes on one element;
+    ``"names"``: distinct attribute or tag names; ``"text"``: characters of normalised
+    text), ``limit`` its value, ``found`` what the page reached (at least) and ``url`` the
+    page's canonical URL where known (``should_parse`` sets it).
+    """
+
+    def __init__(self, limit_name: str, limit: int, found: int, url: str | None = None) -> None:
+        self.limit_name = limit_name
+        self.limit = limit
+        self.found = found
+        self.url = url
+        what = {
+            "attributes": f"an element has more than {limit} attributes ({found})",
+            "names": f"the page has more than {limit} distinct attribute or tag names",
+            "text": f"the normalised text passes {limit} characters ({found} at least)",
+        }.get(limit_name, f"the page is over the {limit_name} limit {limit} ({found})")
+        page = "the page" if url is None else f"page {url!r}"
+        super().__init__(
+            f"{what}: {page} is refused, as parsing it would cost time or memory "
+            "far out of proportion to its size (SECURITY.md, Hostile HTML)"
+        )
 
 
 class StoreError(ChangewatchError):

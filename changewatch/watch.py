@@ -248,7 +248,9 @@ class ChangeWatch:
         ``html`` is the body as ``str`` or ``bytes`` (any encoding; ``content_type`` is the
         HTTP header, used for its charset). Raises ``InvalidURLError`` for a bad URL,
         ``TypeError`` for a body that is neither, ``PageTooLargeError`` above
-        ``max_page_bytes``, ``StoreError`` when the store fails; nothing is written then.
+        ``max_page_bytes``, ``PageTooComplexError`` for a page built to make parsing
+        superlinear (SECURITY.md), ``StoreError`` when the store fails; nothing is written
+        then.
 
         ``headers`` are the response headers (any key case): a valid ``ETag`` and
         ``Last-Modified`` are stored for :meth:`conditional_headers` (malformed ones are

@@ -20,13 +20,9 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.decode import decode_html, utf8_source
+from changewatch.fingerprint.guard import too_deep
 from changewatch.fingerprint.policy import DEFAULT_POLICY, DROPPED_TAGS, FingerprintPolicy
-from changewatch.fingerprint.text import (
-    DEFAULT_MAX_NESTING,
-    _fallback_text,
-    _nesting_bound,
-    normalise_text,
-)
+from changewatch.fingerprint.text import _fallback_text, _lt_count, normalise_text
 from changewatch.fingerprint.volatile import DEFAULT_VOLATILE_PATTERNS
 
 __all__ = ["LEGACY_VERSIONS", "content_sha256_v3", "normalise_v3"]
@@ -75,7 +71,7 @@ def normalise_v3(
     source: str | bytes | None = utf8_source(html, content_type)
     if source is None:
         source = decode_html(html, content_type)
-    if _nesting_bound(source) > DEFAULT_MAX_NESTING:
+    if too_deep(source, _lt_count(source)):  # the guard of today: the same on real pages
         text = _fallback_text(decode_html(html, content_type))
     else:
         text = _visible_text(LexborHTMLParser(source), rules)

@@ -11,6 +11,7 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
+from changewatch.fingerprint.guard import MAX_NESTING, normalise_bounded, too_deep
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
 from changewatch.fingerprint.regions import (
     SEPARATOR,
@@ -37,30 +38,19 @@ __all__ = [
     "strip_volatile",
 ]
 
-#: Pages whose tag nesting may exceed this are read by a tag-stripping fallback instead of
-#: lexbor, whose tree building is quadratic in nesting depth (100,000 nested ``div``: 22 s).
-#: Blink flattens the DOM past 512 levels; the deepest corpus page estimates 1,154.
-DEFAULT_MAX_NESTING = 4096
+#: Pages nested deeper than this (by the model of
+#: :func:`~changewatch.fingerprint.nesting.nesting_depth`) are read by a tag-stripping fallback
+#: instead of lexbor, whose tree building is quadratic in nesting depth (100,000 nested
+#: ``div``: 22 s).
+DEFAULT_MAX_NESTING = MAX_NESTING
 
 
-def _nesting_bound(text: str | bytes) -> int:
-    """An estimate of a page's maximum tag nesting: the running count of ``<x`` minus ``</``.
-
-    Void and unclosed elements count as open, so it over-estimates real pages; it is only
-    computed for pages with more than :data:`DEFAULT_MAX_NESTING` ``<`` characters.
-    """
+def _lt_count(text: str | bytes) -> int:
+    """The number of ``<`` in ``text`` (counted by numpy: several times faster than
+    ``bytes.count``)."""
     if isinstance(text, str):
-        if text.count("<") <= DEFAULT_MAX_NESTING:
-            return 0
-        text = text.encode("utf-8", "surrogatepass")
-    array = np.frombuffer(text, dtype=np.uint8)
-    opening = array == 0x3C  # counted by numpy: several times faster than bytes.count
-    if np.count_nonzero(opening) <= DEFAULT_MAX_NESTING:
-        return 0
-    after = array[np.flatnonzero(opening[:-1]) + 1]
-    folded = after | 0x20
-    steps = ((folded >= 0x61) & (folded <= 0x7A)).astype(np.int32) - (after == 0x2F)
-    return int(np.cumsum(steps).max()) if steps.size else 0
+        return text.count("<")
+    return int(np.count_nonzero(np.frombuffer(text, dtype=np.uint8) == 0x3C))
 
 
 _FALLBACK_DROP_RE = re.compile(
@@ -146,7 +136,7 @@ def page_text(
     source: str | bytes | None = utf8_source(html, content_type)
     if source is None:
         source = decode_html(html, content_type)
-    if _nesting_bound(source) > DEFAULT_MAX_NESTING:
+    if too_deep(source, _lt_count(source)):
         text = _strip(rules, normalise_text(_fallback_text(decode_html(html, content_type))))
         return PageParts(text, "", ())
     tree = LexborHTMLParser(source)
@@ -260,6 +250,24 @@ def normalise_text(text: str) -> str:
     text = " ".join(text.split())
     if text.isascii():
         return text.lower()  # ASCII is already NFKC and case-folds to lower case
+    if len(text) > _BOUNDED_FROM:
+        # NFKC expands up to 18× (U+FDFA): long text is folded in pieces, under a cap.
+        return normalise_bounded(text, _fold)
+    return _normalise_collapsed(text)
+
+
+#: Text longer than this (in characters) is normalised in pieces under the caps of
+#: :func:`~changewatch.fingerprint.guard.normalise_bounded`.
+_BOUNDED_FROM = 1 << 16
+
+
+def _fold(text: str) -> str:
+    """NFKC, case fold, NFKC: what :func:`_normalise_collapsed` does before collapsing."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _normalise_collapsed(text: str) -> str:
+    """:func:`normalise_text` of non-ASCII ``text`` whose whitespace is collapsed already."""
     changed = False
     if not unicodedata.is_normalized("NFKC", text):
         # NFKC decomposes each character fully before composing, so a character replaced by

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from changewatch import (
     ChangeWatch,
     InvalidURLError,
+    PageTooComplexError,
     PageTooLargeError,
     SchemaOutOfDateError,
     StoreError,
@@ -160,6 +161,28 @@ def test_page_over_max_page_bytes_is_refused(make_watch: Callable[..., ChangeWat
     assert info.value.url == "https://example.com/big"
     with pytest.raises(PageTooLargeError):
         watch.should_parse("https://example.com/known", "<p>" + "x" * 998)
+    assert counts(watch) == before
+
+
+def test_page_too_complex_is_refused_naming_page_and_limit(watch: ChangeWatch) -> None:
+    """A page over a parse limit (an element of 300 attributes; 100,000 U+FDFA) raises
+    PageTooComplexError naming the page and the limit, alone or in a batch; nothing is
+    written."""
+    before = _seed_small(watch)
+    attributes = "<p " + " ".join(f"a{i}" for i in range(300)) + ">x</p>"
+    for page, limit_name in ((attributes, "attributes"), ("\ufdfa" * 100_000, "text")):
+        with pytest.raises(PageTooComplexError) as info:
+            watch.should_parse("https://example.com/hostile", page)
+        assert isinstance(info.value, ValueError)
+        assert (info.value.limit_name, info.value.url) == (
+            limit_name,
+            "https://example.com/hostile",
+        )
+        assert "'https://example.com/hostile' is refused" in str(info.value)
+        with pytest.raises(PageTooComplexError):
+            watch.should_parse_many(
+                [("https://example.com/fine", "<p>a</p>"), ("https://example.com/h", page)]
+            )
     assert counts(watch) == before
 
 

@@ -1,0 +1,226 @@
+"""Limits that keep hostile pages from costing minutes or gigabytes — pure, no I/O.
+
+Shapes a page controls make the HTML parser (lexbor) or the text pipeline superlinear; each
+has a check here, run before the costly step:
+
+* **Nesting.** lexbor's tree building costs about the stack's depth per tag.
+  :func:`too_deep` sends a page to the tag-stripping fallback when the model of
+  :mod:`~changewatch.fingerprint.nesting` says it nests past :data:`MAX_NESTING`, or its
+  stack walks would cost more than :data:`NESTING_WORK_PER_TAG` levels per tag on average.
+* **Attributes.** lexbor compares each attribute with the element's earlier ones (duplicates
+  are dropped, HTML §13.2.5.33), so ``n`` attributes on one element cost ``n²`` (90,000: 30 s;
+  elements of 4,096 attributes filling 10 MiB: 13.8 s), and each new attribute or tag name
+  costs as many as the page has seen (256,000 distinct names: 52 s). A page with an element
+  of more than :data:`MAX_ATTRIBUTES` attributes, or more than :data:`MAX_NAMES` distinct
+  attribute or tag names, is refused with :class:`PageTooComplexError`.
+* **NFKC expansion.** One character can normalise to 18 (U+FDFA). :func:`normalise_bounded`
+  normalises long text in pieces and refuses it once its normal form passes
+  :data:`MAX_TEXT_EXPANSION` times its length (plus :data:`TEXT_EXPANSION_SLACK`) or
+  :data:`MAX_TEXT_CHARS`, so memory stays a small multiple of the page.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+
+from changewatch.errors import PageTooComplexError
+from changewatch.fingerprint.nesting import (
+    _WS,
+    MAX_NESTING,
+    Model,
+    attribute_names,
+    attributes_of,
+)
+
+__all__ = [
+    "MAX_ATTRIBUTES",
+    "MAX_NAMES",
+    "MAX_NAMES_FEW_TAGS",
+    "MAX_NESTING",
+    "MAX_TEXT_CHARS",
+    "MAX_TEXT_EXPANSION",
+    "NESTING_WORK_PER_TAG",
+    "TEXT_EXPANSION_SLACK",
+    "check_names",
+    "normalise_bounded",
+    "too_deep",
+]
+
+#: An element with more attributes than this (duplicates counted) is refused. Elements of
+#: 256 attributes filling 10 MiB parse in 1.2 s; the most on one element in the shared
+#: corpus is 70.
+MAX_ATTRIBUTES = 256
+#: A page of more than :data:`MAX_NESTING` ``<`` with more distinct attribute names, or
+#: more distinct tag names, than this is refused: lexbor's cost per new name grows with the
+#: names seen (58,000 took 3.9 s at 1 MiB). The shared corpus has at most 198 and 72.
+MAX_NAMES = 8192
+#: On pages of fewer ``<`` (whose tags are not all read), the limit on distinct attribute
+#: names: 16 a tag cannot pass it, so only tags of more are read to check it.
+MAX_NAMES_FEW_TAGS = 65536
+#: The stack walks a page may cost: past ``NESTING_WORK_PER_TAG`` levels per start tag on
+#: average (plus 16 Mi levels), the fallback reads it (4,000-deep blocks filling 10 MiB took
+#: 16 s). The shared corpus averages 21.8 at most.
+NESTING_WORK_PER_TAG = 256
+_NESTING_WORK_SLACK = 1 << 24
+#: Normalised text may be at most this many times as long as the visible text it comes
+#: from, plus :data:`TEXT_EXPANSION_SLACK` characters (real text grows by a few percent:
+#: ligatures, fractions, compatibility forms), and at most :data:`MAX_TEXT_CHARS`.
+MAX_TEXT_EXPANSION = 2
+TEXT_EXPANSION_SLACK = 1 << 16
+#: An absolute cap on normalised text, in characters (as many as the default page limit,
+#: 10 MiB, has bytes).
+MAX_TEXT_CHARS = 10 * 1024 * 1024
+
+#: A tag of more than 16 attributes (found in C, by one regex search over the page).
+_SHORT = 16
+_LONG_TAG_PATTERN = (
+    rf"<[A-Za-z][^{_WS}/>]*+(?>(?:(?:[{_WS}]|/(?!>))*+"
+    rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
+    rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+){{{_SHORT + 1}}})"""
+)
+_LONG_TAG: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
+    str: re.compile(_LONG_TAG_PATTERN),
+    bytes: re.compile(_LONG_TAG_PATTERN.encode()),
+}
+
+
+def too_deep(source: str | bytes, count: int) -> bool:
+    """Whether the parser must not build ``source``'s tree (it holds ``count`` ``<``):
+    the model says it nests past :data:`MAX_NESTING` or its stack walks would cost too much.
+    Raises :class:`PageTooComplexError` for a page over :data:`MAX_ATTRIBUTES` or
+    :data:`MAX_NAMES` (checked by :func:`check_names` too).
+
+    A page of at most :data:`MAX_NESTING` ``<`` has as many start tags at most, so its stack
+    (open elements, implied rows and sections, reconstructed formatting elements: at most
+    twice the start tags, and 3) costs lexbor a bounded time; the model runs on larger pages.
+
+    >>> too_deep("<div></x>" * 5000, 10000), too_deep("<p>x</p>" * 5000, 10000)
+    (True, False)
+    """
+    if count <= MAX_NESTING:
+        check_names(source, count)
+        return False
+    model = Model(
+        MAX_NESTING,
+        max_attributes=MAX_ATTRIBUTES,
+        max_names=MAX_NAMES,
+        work_per_push=NESTING_WORK_PER_TAG,
+        work_slack=_NESTING_WORK_SLACK,
+    )
+    model.run(source)
+    return model.deepest > MAX_NESTING or model.too_costly
+
+
+def check_names(source: str | bytes, count: int) -> None:
+    """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count`` ``<``)
+    has more than :data:`MAX_ATTRIBUTES` attributes or the page more than
+    :data:`MAX_NAMES_FEW_TAGS` distinct attribute names, counted as the tokenizer reads them
+    (HTML §13.2.5.32-39).
+
+    Tags of more than 16 attributes are found by one regex search (which reads scripts and
+    comments as markup too: an over-count); the rest hold at most ``16 × count`` names. Only
+    when that bound passes a limit is the page read as the tokenizer reads it, every name
+    counted, and refused if it is over.
+
+    >>> check_names("<p " + "a=1 " * 256 + ">", 1)
+    >>> check_names("<p " + "a=1 " * 257 + ">", 1)
+    Traceback (most recent call last):
+    ...
+    changewatch.errors.PageTooComplexError: an element has more than 256 attributes (257): ...
+    """
+    pattern = _LONG_TAG[bytes if isinstance(source, bytes) else str]
+    long_names: set[str | bytes] = set()
+    for match in pattern.finditer(source):  # type: ignore[arg-type]
+        names = attribute_names(attributes_of(source, match.start()))
+        if len(names) > MAX_ATTRIBUTES:
+            break  # perhaps in a script: read as the tokenizer does
+        long_names.update(name.lower() for name in names)
+    else:
+        if _SHORT * count + len(long_names) <= MAX_NAMES_FEW_TAGS:
+            return
+    Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
+
+
+def normalise_bounded(
+    text: str,
+    fold: Callable[[str], str],
+    *,
+    piece: int = 1 << 16,
+    limit: int | None = None,
+) -> str:
+    """``" ".join(fold(text).split())``, with ``fold`` applied a piece of about ``piece``
+    characters at a time, and :class:`PageTooComplexError` as soon as the result passes
+    ``limit`` characters (default: :data:`MAX_TEXT_EXPANSION` × ``len(text)`` +
+    :data:`TEXT_EXPANSION_SLACK`, at most :data:`MAX_TEXT_CHARS`).
+
+    ``fold`` is NFKC and case folding: pieces are cut before a character that no
+    normalisation joins to what stands before it (a starter, whose decomposition starts with
+    a starter, that is the second half of no composition), so pieces fold as the whole does.
+
+    >>> normalise_bounded("Ab  C", str.lower, piece=1)
+    'ab c'
+    >>> normalise_bounded("\\ufdfa" * 4, lambda t: unicodedata.normalize("NFKC", t), limit=30)
+    Traceback (most recent call last):
+    ...
+    changewatch.errors.PageTooComplexError: the normalised text passes 30 characters ...
+    """
+    if limit is None:
+        limit = min(MAX_TEXT_CHARS, MAX_TEXT_EXPANSION * len(text) + TEXT_EXPANSION_SLACK)
+    parts: list[str] = []
+    size = 0
+    start = 0
+    while start < len(text):
+        stop = _boundary(text, start + piece)
+        part = fold(text[start:stop])
+        start = stop
+        size += len(part)
+        if size > limit:
+            raise PageTooComplexError("text", limit, size)
+        parts.append(part)
+    return _SPACES.sub(" ", "".join(parts)).strip()
+
+
+# str.split() and re's \s agree on what whitespace is (both use Py_UNICODE_ISSPACE).
+_SPACES = re.compile(r"\s+")
+
+
+def _boundary(text: str, at: int) -> int:
+    """The first index from ``at`` before which ``text`` may be cut (or its length)."""
+    end = len(text)
+    while at < end:
+        char = text[at]
+        if char.isascii() or _safe_start(char):
+            return at
+        at += 1
+    return end
+
+
+def _safe_start(char: str) -> bool:
+    """Whether nothing before ``char`` can compose or reorder with it or what it
+    normalises and folds to."""
+    second = _second_halves()
+    for form in (char, unicodedata.normalize("NFKD", char), char.casefold()):
+        first = unicodedata.normalize("NFKD", form)[:1] or form[:1]
+        if first and (unicodedata.combining(first) or ord(first) in second):
+            return False
+    return True
+
+
+_SECOND: set[int] = set()
+
+
+def _second_halves() -> set[int]:
+    """Every code point that is the second half of a canonical composition (from the
+    decomposition table, built once on first need: a third of a second), and the Hangul
+    vowel and trailing jamo (composed algorithmically, Unicode §3.12)."""
+    if not _SECOND:
+        for code in range(0x110000):
+            mapping = unicodedata.decomposition(chr(code))
+            if mapping and mapping[0] != "<":
+                parts = mapping.split()
+                if len(parts) == 2:
+                    _SECOND.add(int(parts[1], 16))
+        _SECOND.update(range(0x1161, 0x1176), range(0x11A8, 0x11C3))
+    return _SECOND

@@ -1,0 +1,560 @@
+"""A model of HTML tree construction that bounds the parser's nesting depth — pure, no I/O.
+
+lexbor's tree building walks the stack of open elements for most tags (is a ``p`` in button
+scope? which element does this end tag close?), so a page nested ``d`` deep costs about ``d``
+per tag. An estimate that counts every ``</`` as closing an element is fooled by end tags
+that close nothing (``<div></x>``) or sit inside comments (``<div><!--</-->``); the model
+here reads the page as the HTML tokenizer does (§13.2.5) and pops only what the tree builder
+(§13.2.6) would. :mod:`~changewatch.fingerprint.guard` decides on its answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from changewatch.errors import PageTooComplexError
+from changewatch.fingerprint.rawtext import RAW_TEXT, raw_text_end, script_end
+
+__all__ = [
+    "MAX_NESTING",
+    "Model",
+    "attribute_names",
+    "attributes_of",
+    "nesting_depth",
+]
+
+#: Pages the model says nest deeper than this are read by the tag-stripping fallback.
+#: Blink flattens the DOM past 512 levels; the deepest page of the shared corpus models 39.
+MAX_NESTING = 4096
+
+
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_WS = r"\t\n\f\r "
+# One attribute (HTML §13.2.5.32-39): a name, then maybe "=" and a value; a quoted value
+# runs to its closing quote or to the end of the page (an unterminated tag is dropped).
+# Possessive quantifiers: no backtracking, so the pass stays linear on any input.
+_ATTRIBUTE = (
+    rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
+    rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+"""
+)
+_TOKEN = (
+    r"<!--(?:>|->|.*?--!?>|.*)"  # a comment (§13.2.5.43-52), or to the end of the page
+    r"|<!\[CDATA\["  # CDATA: a section in SVG/MathML, a bogus comment in HTML
+    r"|<[!?][^>]*+>?|</(?![A-Za-z])[^>]*+>?"  # doctype and bogus comments: to the first ">"
+    rf"|<(/?)([A-Za-z][^{_WS}/>]*+)((?:[{_WS}]++|/(?!>)|{_ATTRIBUTE})*+)(/?)>"  # a tag
+    r"|<[A-Za-z].*|</[A-Za-z].*"  # a tag the page ends inside: dropped with the rest
+)
+_TOKEN_STR = re.compile(_TOKEN, re.DOTALL)
+_TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
+# The attribute text after a tag name (what _TOKEN's third group holds), ended or not.
+_AREA = rf"<[A-Za-z][^{_WS}/>]*+((?:[{_WS}]++|/(?!>)|{_ATTRIBUTE})*+)"
+_AREA_STR = re.compile(_AREA)
+_AREA_BYTES = re.compile(_AREA.encode())
+_NAME = rf"[{_WS}/]*+([^{_WS}/>][^{_WS}/=>]*+)" + _ATTRIBUTE[_ATTRIBUTE.index("(?:[") :]
+_NAME_STR = re.compile(_NAME)
+_NAME_BYTES = re.compile(_NAME.encode())
+
+
+def attributes_of(text: str | bytes, start: int) -> str | bytes:
+    """The attribute text of the tag whose ``<`` is at ``start``, to its end or the page's."""
+    pattern = _AREA_BYTES if isinstance(text, bytes) else _AREA_STR
+    match = pattern.match(text, start)  # type: ignore[arg-type]
+    return match.group(1) if match is not None else text[:0]
+
+
+def attribute_names(area: str | bytes) -> list[str] | list[bytes]:
+    """The attribute names in a tag's attribute text, as written, duplicates included.
+
+    >>> attribute_names(' a="x > y" b=1 c d=e/ f')
+    ['a', 'b', 'c', 'd', 'f']
+    """
+    pattern = _NAME_BYTES if isinstance(area, bytes) else _NAME_STR
+    return pattern.findall(area)  # type: ignore[arg-type]
+
+
+_VOID = _names(
+    "area base basefont bgsound br col embed frame hr image img input keygen link meta "
+    "param source track wbr"
+)
+#: The formatting elements (§13.2.4.3): reconstructed and cloned by the parser, so counted
+#: per name and never closed implicitly.
+_FORMATTING = _names("a b big code em font i nobr s small strike strong tt u")
+#: The "special" category (§13.2.4.2): an end tag for another name stops at these.
+_SPECIAL = _names(
+    "address applet area article aside base basefont bgsound blockquote body br button "
+    "caption center col colgroup dd details dir div dl dt embed fieldset figcaption "
+    "figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html "
+    "iframe img input keygen li link listing main marquee menu meta nav noembed noframes "
+    "noscript object ol p param plaintext pre script search section select source style "
+    "summary table tbody td template textarea tfoot th thead title tr track ul wbr xmp mi "
+    "mo mn ms mtext annotation-xml foreignobject desc"
+)
+#: "has an element in scope" (§13.2.4.2) stops at these; button, list item and table
+#: scope add or replace some.
+_SCOPE = _names(
+    "applet caption html table td th marquee object template mi mo mn ms mtext "
+    "annotation-xml foreignobject desc title"
+)
+_BUTTON_SCOPE = _SCOPE | {"button"}
+_LIST_SCOPE = _SCOPE | {"ol", "ul"}
+_TABLE_SCOPE = frozenset({"html", "table", "template"})
+_TABLE_END = frozenset(["table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption"])
+#: Start tags that close an open p (§13.2.6.4.7); table only in no-quirks mode, so not here.
+_CLOSES_P = _names(
+    "address article aside blockquote center details dialog dir div dl fieldset "
+    "figcaption figure footer header hgroup main menu nav ol p search section summary ul "
+    "h1 h2 h3 h4 h5 h6 pre listing form xmp li dd dt plaintext"
+)
+_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+#: HTML integration points and MathML text integration points: their content is HTML.
+_INTEGRATION = frozenset(
+    [("svg", "foreignobject"), ("svg", "desc"), ("svg", "title")]
+    + [("math", name) for name in ("mi", "mo", "mn", "ms", "mtext")]
+)
+_TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
+_TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
+#: End tags "in body" closes when the element is in scope (§13.2.6.4.7); other special
+#: end tags are "any other end tag".
+_SCOPED_END = _names(
+    "address article aside blockquote button center details dialog dir div dl fieldset "
+    "figcaption figure footer header hgroup listing main menu nav ol pre search section "
+    "summary ul dd dt h1 h2 h3 h4 h5 h6 applet marquee object template"
+)
+#: Start tags that end SVG/MathML content (§13.2.6.5), and font with a color, face or size
+#: attribute (see :func:`_font_in_foreign`).
+_BREAKOUT = _names(
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 "
+    "head hr i img li listing menu meta nobr ol p pre ruby s small span strong strike sub "
+    "sup table tt u ul var font"
+)
+
+
+def nesting_depth(source: str | bytes, limit: int = MAX_NESTING) -> int:
+    """An upper bound on the depth of the stack of open elements lexbor reaches on
+    ``source``, by a model of HTML tree construction; scanning stops once it passes
+    ``limit`` (the answer is then ``limit + 1``).
+
+    The model tokenizes as HTML §13.2.5 does (comments, bogus comments, CDATA in SVG/MathML,
+    raw text and escaped script, quoted attribute values are skipped) and keeps a stack:
+    a start tag pushes (not void elements, not self-closing ones in SVG/MathML), an end
+    tag pops only when the parser would (the element is open and in scope, or reached
+    before a special element). It closes implicitly only what the parser surely closes
+    (an open ``p`` before a block, the previous ``li``, ``dd``/``dt``, ``option``, table
+    cells and rows), so it over-estimates — except on some pages mixing SVG breakouts with
+    tables and ``select``, found by ``tests/fuzz/atheris_nesting.py``, where it can fall short
+    by about a sixth (docs/reliability.md). Formatting elements (``b``, ``a``, ``font``…),
+    which the parser reconstructs and clones, are counted per name and only end tags of
+    that name take them off; ``html``, ``head`` and ``body`` count 3.
+
+    >>> nesting_depth("<div></x>" * 10), nesting_depth("<div><!--</div>-->" * 10)
+    (13, 13)
+    >>> nesting_depth("<ul><li>a<li>b</ul><p>x<p>y<div title='</div>'></div>")
+    5
+    """
+    model = Model(limit, max_attributes=1 << 62)
+    model.run(source)
+    return model.deepest
+
+
+class Model:
+    """The state of one pass over a page: the stack of open elements, with, for each name
+    and each kind of element the scope rules stop at, the stack indices where one is open
+    (so every question the rules ask is answered in constant time).
+
+    After :meth:`run`: ``deepest`` (the depth bound, past ``limit`` if the pass stopped
+    there), ``work`` (the sum of the depths at each start tag: what the parser's stack walks
+    cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start
+    tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
+    than ``max_attributes`` attributes raises :class:`PageTooComplexError`, and with
+    ``max_names``, so do more distinct attribute names (``attribute_names``; the most on one
+    tag in ``most_attributes``) or distinct tag names than that.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        *,
+        max_attributes: int,
+        max_names: int | None = None,
+        work_per_push: int = 1 << 62,
+        work_slack: int = 0,
+    ) -> None:
+        self.limit = limit
+        #: The pass stops (``too_costly``) once ``work`` passes ``work_per_push`` levels per
+        #: start tag on average, plus ``work_slack``.
+        self.work_per_push = work_per_push
+        self.work_slack = work_slack
+        self.too_costly = False
+        self.max_attributes = max_attributes
+        #: When set, every tag's attributes are read and their distinct names counted.
+        self.max_names = max_names
+        self.attribute_names: set[str | bytes] = set()
+        self.most_attributes = 0
+        self.stack: list[str] = []
+        #: Per entry of ``stack``: the namespace of its content if SVG or MathML ("svg",
+        #: "math"), else "".
+        self.foreign: list[str] = []
+        self.where: dict[str, list[int]] = {}
+        #: Per formatting element name: the stack's length when each open one was opened.
+        self.formatting: dict[str, list[int]] = {}
+        self.formatting_open = 0
+        #: Start tags inside SVG/MathML CDATA sections (see :meth:`other`).
+        self.unsure = 0
+        #: How many of those were opened at each stack length (one opened at the current
+        #: length, and not closed, may be the parser's current node).
+        self.formatting_at: dict[int, int] = {}
+        self.deepest = 3
+        self.work = 0
+        self.pushes = 0
+        self.tag_names: set[str] = set()
+        self.attribute_bytes = 0
+
+    def run(self, text: str | bytes) -> None:
+        """Read ``text`` (stops early past ``limit``)."""
+        bytes_in = isinstance(text, bytes)
+        search = (_TOKEN_BYTES if bytes_in else _TOKEN_STR).search
+        long_area = 2 * self.max_attributes
+        pos = 0
+        while True:
+            match = search(text, pos)  # type: ignore[arg-type]
+            if match is None:
+                return
+            pos = match.end()
+            raw_name = match.group(2)
+            if raw_name is None:
+                pos = self.other(match, text, pos)  # type: ignore[arg-type]
+                if pos < 0:
+                    return
+                continue
+            attributes = match.group(3)
+            self.attribute_bytes += len(attributes)
+            if self.max_names is not None:
+                self.count_names(attributes)
+            elif len(attributes) > long_area:
+                self.check_attributes(attributes)
+            name: str = raw_name.decode("latin-1").lower() if bytes_in else raw_name.lower()  # type: ignore[union-attr,assignment]
+            if match.group(1):
+                self.end(name)
+                continue
+            self.tag_names.add(name)
+            if self.max_names is not None and len(self.tag_names) > self.max_names:
+                raise PageTooComplexError("names", self.max_names, len(self.tag_names))
+            if name == "font" and self.foreign and self.foreign[-1]:
+                name = _font_in_foreign(attributes)
+            pos = self.start(name, bool(match.group(4)), text, pos)
+            if pos < 0:
+                return
+            depth = len(self.stack) + self.formatting_open + self.unsure + 3
+            self.work += depth
+            self.pushes += 1
+            if self.work > self.work_per_push * self.pushes + self.work_slack:
+                self.too_costly = True
+                return
+            if depth > self.deepest:
+                self.deepest = depth
+                if depth > self.limit:
+                    return
+
+    def other(self, match: re.Match[str], text: str | bytes, pos: int) -> int:
+        """After a comment, doctype, bogus comment or CDATA token: where to read on (-1:
+        nowhere, the rest of the page is one token)."""
+        token = match.group(0)
+        if token[:9] in _CDATA:  # a section in SVG/MathML, else a bogus comment to ">"
+            foreign = bool(self.foreign) and self.foreign[-1]
+            end = text.find(_CDATA_END[type(text)] if foreign else _GT[type(text)], pos)  # type: ignore[arg-type]
+            if foreign:
+                # The parser may no longer be in SVG/MathML (the adoption agency and foster
+                # parenting move elements): then this is a bogus comment to ">" and what
+                # follows is markup. Its start tags count as open for good.
+                stop = len(text) if end == -1 else end
+                self.unsure += len(_START_TAG[type(text)].findall(text, pos, stop))  # type: ignore[arg-type]
+            return -1 if end == -1 else end + (3 if foreign else 1)
+        if token[1:2].isalpha() or (token[1:2] in _SLASH and token[2:3].isalpha()):
+            # a tag the page ends inside: lexbor reads its attributes, then drops it
+            self.check_attributes(attributes_of(text, match.start()))
+            return -1
+        return pos
+
+    def count_names(self, area: str | bytes) -> None:
+        """Read the attributes of one tag: refuse past ``max_attributes`` on it or
+        ``max_names`` distinct over the page (names ASCII case folded, as lexbor folds)."""
+        if not area:
+            return
+        names = attribute_names(area)
+        self.most_attributes = max(self.most_attributes, len(names))
+        if len(names) > self.max_attributes:
+            raise PageTooComplexError("attributes", self.max_attributes, len(names))
+        seen = self.attribute_names
+        seen.update(name.lower() for name in names)
+        if self.max_names is not None and len(seen) > self.max_names:
+            raise PageTooComplexError("names", self.max_names, len(seen))
+
+    def check_attributes(self, area: str | bytes) -> None:
+        """Raise :class:`PageTooComplexError` if ``area`` (a tag's attribute text) holds more
+        than ``max_attributes`` attributes."""
+        found = len(attribute_names(area))
+        if found > self.max_attributes:
+            raise PageTooComplexError("attributes", self.max_attributes, found)
+
+    def start(self, name: str, self_closing: bool, text: str | bytes, pos: int) -> int:
+        """Apply a start tag; the position to scan on from (-1: the rest is text)."""
+        if self.foreign and self.foreign[-1]:
+            if name not in _BREAKOUT:
+                if not self_closing:
+                    space = self.foreign[-1]  # children take their parent's namespace
+                    self.push(name, "" if (space, name) in _INTEGRATION else space)
+                return pos
+            self.leave_foreign()
+        if name in _VOID or name in ("html", "head", "body"):
+            return pos
+        if name in _FORMATTING:
+            self.formatting.setdefault(name, []).append(len(self.stack))
+            self.formatting_at[len(self.stack)] = self.formatting_at.get(len(self.stack), 0) + 1
+            self.formatting_open += 1
+            return pos
+        self.close_implied(name)
+        if name == "svg" or name == "math":
+            if not self_closing:
+                self.push(name, name)  # its content is SVG or MathML
+            return pos
+        self.push(name, "")
+        if name == "script":
+            return script_end(text, pos)
+        if name in RAW_TEXT:
+            return raw_text_end(text, pos, name)
+        if name == "plaintext":
+            return -1
+        return pos
+
+    def foreign_end(self, name: str) -> int:
+        """An end tag in SVG/MathML content (§13.2.6.5): the nearest foreign element of that
+        name, reached through foreign elements only (-2: none; -1: an HTML element was
+        reached first, whose rules apply). The walk's steps count as work."""
+        stack, foreign = self.stack, self.foreign
+        index = len(stack) - 1
+        while index >= 0:
+            if (index == 0 or not foreign[index - 1]) and stack[index] not in ("svg", "math"):
+                self.work += len(stack) - index
+                return -1  # an HTML element: the insertion mode's rules
+            if stack[index] == name:
+                self.work += len(stack) - index
+                return index
+            index -= 1
+        self.work += len(stack)
+        return -2
+
+    def leave_foreign(self) -> None:
+        """What a tag that breaks out of SVG/MathML does first (§13.2.6.5): pop to an
+        integration point or an HTML element."""
+        index = len(self.foreign)
+        while index > 0 and self.foreign[index - 1]:
+            index -= 1
+        self.pop_to(index)
+
+    def push(self, name: str, foreign: str) -> None:
+        index = len(self.stack)
+        self.stack.append(name)
+        self.foreign.append(foreign)
+        where = self.where
+        for key in _KEYS.get(name) or _keys(name):
+            found = where.get(key)
+            if found is None:
+                where[key] = [index]
+            else:
+                found.append(index)
+
+    def pop_to(self, index: int) -> None:
+        """Pop the stack down to (and with) entry ``index``."""
+        stack = self.stack
+        where = self.where
+        while len(stack) > index:
+            name = stack.pop()
+            self.foreign.pop()
+            for key in _KEYS.get(name) or _keys(name):
+                where[key].pop()
+
+    def last(self, key: str) -> int:
+        """The stack index of the nearest open element under ``key`` (a name or one of the
+        kinds of :func:`_keys`), or -1."""
+        found = self.where.get(key)
+        return found[-1] if found else -1
+
+    def in_scope(self, name: str, *scopes: str) -> int:
+        """The index of the nearest open ``name`` if no element of the ``scopes`` kinds
+        stands above it, else -1."""
+        index = self.last(name)
+        if index < 0:
+            return -1
+        for scope in scopes:
+            if self.last(scope) > index:
+                return -1
+        return index
+
+    def close_implied(self, name: str) -> None:
+        """What an HTML start tag ``name`` surely closes first (§13.2.6.4.7, 9, 11, 13);
+        nothing inside a select (whose content model lexbor no longer restricts)."""
+        if not self.stack:
+            return
+        if self.last("select") >= 0 and name not in ("option", "optgroup"):
+            if name in ("td", "th", "tr"):  # implied sections and rows still open
+                self.push("tbody", "")
+                if name != "tr":
+                    self.push("tr", "")
+            return
+        if name in _TABLE_END and name != "table" and name != "caption":
+            self.close_table_parts(name)
+            return
+        if name == "table" and self.stack[-1] in _TABLE_CONTEXT:
+            table = self.in_scope("table", " table-scope")  # a table in a table's own
+            if table >= 0:  # content (not in a cell) closes it first (§13.2.6.4.9)
+                self.pop_to(table)
+            return
+        if name in _CLOSES_P:
+            found = self.in_scope("p", " scope", "button")
+            if found >= 0:
+                self.pop_to(found)
+        if not self.stack:
+            return
+        top = self.stack[-1]
+        if name == "li":
+            self.close_list_item(self.last("li"))
+        elif name == "dd" or name == "dt":
+            self.close_list_item(max(self.last("dd"), self.last("dt")))
+        elif self.formatting_at.get(len(self.stack)):
+            return  # the current node may be a formatting element
+        elif (name in _HEADINGS and top in _HEADINGS) or (
+            (name == "option" or name == "optgroup") and top == "option"
+        ):
+            self.pop_to(len(self.stack) - 1)
+
+    def close_list_item(self, index: int) -> None:
+        """An li (dd, dt) closes the open one at ``index`` unless a special element other
+        than address, div and p stands above it (§13.2.6.4.7)."""
+        if index >= 0 and self.last(" special-li") <= index:
+            self.pop_to(index)
+
+    def close_table_parts(self, name: str) -> None:
+        """A cell, row or section start tag inside a table closes the open cells, rows
+        (sections) of that table first (§13.2.6.4.9-15); implied rows and sections count."""
+        table = self.in_scope("table", " table-scope")
+        if table < 0:
+            return
+        section = self.last(" section")
+        row = self.last("tr")
+        if name in ("td", "th"):
+            if row > table:
+                self.pop_to(row + 1)
+                return
+            keep = section + 1 if section > table else table + 1
+            self.pop_to(keep)
+            if section <= table:
+                self.push("tbody", "")
+            self.push("tr", "")
+        elif name == "tr":
+            keep = section + 1 if section > table else table + 1
+            self.pop_to(keep)
+            if section <= table:
+                self.push("tbody", "")
+        else:
+            self.pop_to(table + 1)
+
+    def end(self, name: str) -> None:
+        """Apply an end tag: pop only what the parser surely pops (§13.2.6.4.7)."""
+        if name in _FORMATTING:
+            # The adoption agency (§13.2.6.4.7): with a special element opened since, it
+            # moves elements and keeps the stack's size; else it pops to the element.
+            opened = self.formatting.get(name)
+            if opened and self.last(" special") < opened[-1]:
+                at = opened.pop()
+                self.pop_to(at)
+                self.formatting_at[at] -= 1
+                self.formatting_open -= 1
+            return
+        if not self.stack:
+            return
+        if (name == "br" or name == "p") and self.foreign[-1]:
+            self.leave_foreign()  # they break out of SVG/MathML too
+            if not self.stack:
+                return
+        if self.foreign[-1]:
+            index = self.foreign_end(name)
+            if index >= 0:
+                self.pop_to(index)
+            if index != -1:
+                return  # else an HTML element was reached: its rules apply
+        if self.last("select") >= 0 and name not in ("select", "option", "optgroup"):
+            return  # in select, other end tags are ignored
+        index = self.html_end(name)
+        if index >= 0:
+            self.pop_to(index)
+
+    def html_end(self, name: str) -> int:
+        """The element an HTML end tag ``name`` closes ("in body" and the table modes'
+        scope rules), or -1."""
+        if name not in _SPECIAL:
+            index = self.in_scope(name, " special")
+        elif name == "p":
+            index = self.in_scope("p", " scope", "button")
+        elif name == "li":
+            index = self.in_scope("li", " scope", "ol", "ul")
+        elif name in _TABLE_END:
+            index = self.in_scope(name, " table-scope")
+        elif name == "select":
+            index = self.in_scope("select", " not-option")
+        elif name == "form":  # the parser takes the form out, leaving what is above it
+            index = len(self.stack) - 1 if self.stack[-1] == "form" else -1
+        elif name in _SCOPED_END:
+            index = self.in_scope(name, " scope")
+        else:  # any other end tag: reached before a special element, or ignored
+            index = self.in_scope(name, " special")
+        return index
+
+
+def _font_in_foreign(area: str | bytes) -> str:
+    """``font`` in SVG/MathML breaks out with a color, face or size attribute: its name as
+    the model treats it ("font", a breakout, or "font " for a foreign element)."""
+    for found in attribute_names(area):
+        if found.lower() in _FONT_BREAKOUT:
+            return "font"
+    return "font "  # a foreign element; never a tag name (it holds a space)
+
+
+_FONT_BREAKOUT = frozenset({"color", "face", "size", b"color", b"face", b"size"})
+
+
+def _keys(name: str) -> tuple[str, ...]:
+    """The keys :class:`_Model` indexes an open element ``name`` under: its name and the
+    kinds the scope rules ask about (each starting with a space, never a tag name)."""
+    keys = [name]
+    if name in _SCOPE:
+        keys.append(" scope")
+    if name in _SPECIAL:
+        keys.append(" special")
+        if name not in ("address", "div", "p"):
+            keys.append(" special-li")
+    if name in _TABLE_SCOPE:
+        keys.append(" table-scope")
+    if name in _TABLE_SECTIONS:
+        keys.append(" section")
+    if name not in ("option", "optgroup"):
+        keys.append(" not-option")
+    found = tuple(keys)
+    if len(_KEYS) < 4096:
+        _KEYS[name] = found
+    return found
+
+
+_KEYS: dict[str, tuple[str, ...]] = {}
+
+
+_CDATA = frozenset({"<![CDATA[", b"<![CDATA["})
+_SLASH = frozenset({"/", b"/"})
+_GT: dict[type, str | bytes] = {str: ">", bytes: b">"}
+_START_TAG: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
+    str: re.compile("<[A-Za-z]"),
+    bytes: re.compile(b"<[A-Za-z]"),
+}
+_CDATA_END: dict[type, str | bytes] = {str: "]]>", bytes: b"]]>"}

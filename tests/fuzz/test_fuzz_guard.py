@@ -1,0 +1,183 @@
+"""Fuzz: the guard against hostile pages — the nesting model, attribute limit, text cap."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from selectolax.lexbor import LexborHTMLParser
+
+from changewatch import PageTooComplexError
+from changewatch.fingerprint import fingerprint, normalise, normalise_text
+from changewatch.fingerprint.guard import (
+    MAX_ATTRIBUTES,
+    MAX_NAMES,
+    MAX_NAMES_FEW_TAGS,
+    MAX_NESTING,
+    check_names,
+    normalise_bounded,
+    too_deep,
+)
+from changewatch.fingerprint.nesting import attribute_names, nesting_depth
+from changewatch.fingerprint.text import _fold, _normalise_collapsed
+
+from .strategies import FUZZ, html_documents
+
+
+def _lexbor_depth(html: str | bytes) -> int:
+    """The deepest element of lexbor's tree (html counts 1)."""
+    tree = LexborHTMLParser(html)
+    deepest = 0
+    todo = [(tree.root, 1)] if tree.root is not None else []
+    while todo:
+        node, depth = todo.pop()
+        deepest = max(deepest, depth)
+        child = node.child
+        while child is not None:
+            if child.tag not in ("-text", "_text", "-comment", "_comment"):
+                todo.append((child, depth + 1))
+            child = child.next
+    return deepest
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<div></x>" * 5000,  # end tags that close nothing
+        "<div><!--</-->" * 5000,  # end tags inside comments
+        "<div><!--</div>-->" * 5000,
+        "<div title='</div>'>" * 5000,  # end tags inside attribute values
+        "<div><script></div></script>" * 5000,  # … inside raw text
+        "<div><textarea></div></textarea>" * 5000,
+        "<div><script><!--<script></div></script>--></script>" * 5000,  # double escaped
+        "<svg><div/>" * 5000,  # a self-closing HTML element after breaking out of SVG
+    ],
+    ids=lambda page: page[:40],
+)
+def test_end_tags_that_close_nothing_do_not_hide_depth(page: str) -> None:
+    """Each of these nests 5,000 deep for the parser and for the model (which the estimate
+    it replaces put at 1 or 0): such pages take the fallback."""
+    assert nesting_depth(page) > MAX_NESTING
+    assert _lexbor_depth(page[: len(page) // 10]) > 400  # the parser's depth, a tenth of it
+
+
+@pytest.mark.parametrize(
+    ("page", "depth"),
+    [
+        ("<p>a<p>b<p>c", 4),  # p closes p
+        ("<ul>" + "<li>x" * 100 + "</ul>", 5),
+        ("<table>" + "<tr><td>a<td>b" * 100 + "</table>", 7),  # implied tbody
+        ("<dl>" + "<dt>a<dd>b" * 100 + "</dl>", 5),
+        ("<select>" + "<option>a" * 100 + "</select>", 5),
+        ("<svg>" + "<path d='M0'/>" * 100 + "</svg>", 4),
+        ("<div>" * 50 + "</div>" * 50 + "<span>x</span>" * 100, 53),
+    ],
+)
+def test_what_the_parser_closes_is_closed(page: str, depth: int) -> None:
+    """Implied end tags that real pages rely on (li, p, cells, options, SVG's />) close."""
+    assert nesting_depth(page) == depth
+
+
+@FUZZ
+@given(html_documents())
+def test_the_model_never_underestimates_the_parser(html: str | bytes) -> None:
+    """For any document, the model's depth is at least the depth of lexbor's tree."""
+    assert nesting_depth(html, limit=10**9) >= _lexbor_depth(html)
+
+
+def test_hostile_nesting_takes_the_fallback_with_its_text() -> None:
+    """The shapes of issue 16 are read by the tag-stripping fallback: text found."""
+    assert normalise("<div></x>" * 20_000 + "deep text") == "deep text"
+    assert normalise("<div><!--</-->" * 20_000 + "deep text") == "deep text"
+
+
+def test_many_attributes_on_one_element_are_refused() -> None:
+    """More than MAX_ATTRIBUTES attributes on one element: PageTooComplexError naming the
+    limit; exactly MAX_ATTRIBUTES is read. Also on pages of many tags (the model's pass)."""
+    names = " ".join(f"a{i}" for i in range(MAX_ATTRIBUTES))
+    assert fingerprint(f"<p {names}>x</p>").text_length == 1
+    for page in (f"<p {names} z>x</p>", "<i></i>" * 5000 + f"<p {names} z='>'>x</p>"):
+        with pytest.raises(PageTooComplexError) as caught:
+            fingerprint(page)
+        assert (caught.value.limit_name, caught.value.limit) == ("attributes", MAX_ATTRIBUTES)
+        assert f"more than {MAX_ATTRIBUTES} attributes" in str(caught.value)
+
+
+def test_attributes_are_counted_as_the_tokenizer_reads_them() -> None:
+    """Quoted values may hold spaces, ">" and "<" (one attribute each); a quoted value
+    followed by a name without a space starts another attribute."""
+    assert len(attribute_names(' x="a b > < c=d"' * 10)) == 10
+    assert attribute_names(" a=\"\"b=''c d=e/ f") == ["a", "b", "c", "d", "f"]
+    check_names("<p" + ' x="a b > < c=d"' * MAX_ATTRIBUTES + ">", 3)
+    with pytest.raises(PageTooComplexError):
+        check_names("<p" + ' x=""' * (MAX_ATTRIBUTES + 1), 1)  # unterminated: still read
+
+
+@pytest.mark.parametrize("many", [True, False], ids=["many tags", "few tags"])
+def test_many_distinct_attribute_names_are_refused(many: bool) -> None:
+    """More distinct attribute names than the page may hold (spread over elements: 256,000
+    took 52 s), on pages of many small tags (MAX_NAMES) or of few large ones
+    (MAX_NAMES_FEW_TAGS): refused; a script's text never counts."""
+    if many:
+        page = "".join(f'<p a{i}="v">x</p>' for i in range(MAX_NAMES + 1))
+    else:
+        per = MAX_ATTRIBUTES
+        page = "".join(
+            "<p " + " ".join(f"a{t}_{i}" for i in range(per)) + ">x</p>"
+            for t in range(MAX_NAMES_FEW_TAGS // per + 1)
+        )
+    with pytest.raises(PageTooComplexError) as caught:
+        fingerprint(page)
+    assert caught.value.limit_name == "names"
+    script = "<script>'<p " + " ".join(f"a{i}" for i in range(2 * MAX_ATTRIBUTES)) + ">'</script>"
+    assert fingerprint(script + "<p>x</p>" * (3000 if many else 3)).text_length > 0
+
+
+def test_many_distinct_tag_names_are_refused() -> None:
+    """More than MAX_NAMES distinct tag names (256,000 took 93 s): refused."""
+    with pytest.raises(PageTooComplexError) as caught:
+        fingerprint("".join(f"<p{i}>x</p{i}>" for i in range(MAX_NAMES + 1)))
+    assert caught.value.limit_name == "names"
+
+
+def test_costly_repeated_deep_blocks_take_the_fallback() -> None:
+    """Blocks 4,000 deep, repeated (under the depth limit, but 16 s at 10 MiB): the stack
+    walks cost over NESTING_WORK_PER_TAG per tag, so the fallback reads the page."""
+    block = "<div>" * 4000 + "x" + "</div>" * 4000
+    assert too_deep(block * 200, (block * 200).count("<"))
+    assert not too_deep("<div>" * 4000 + "</div>" * 4000, 8000)
+
+
+def test_nfkc_expansion_is_refused_past_the_cap() -> None:
+    """U+FDFA normalises to 18 characters: text whose normal form would pass twice its
+    length (plus 64 Ki) is refused (PageTooComplexError naming the text limit), never
+    built; short runs are normalised as before."""
+    count = 100_000
+    with pytest.raises(PageTooComplexError) as caught:
+        normalise_text("\ufdfa" * count)
+    assert caught.value.limit_name == "text"
+    with pytest.raises(PageTooComplexError):
+        fingerprint(("<p>" + "\ufdfa" * count + "</p>").encode())
+    assert len(normalise_text("\ufdfa" * 1000)) == 18_000
+    text = "ﬁ ½ " * 40_000  # real expansions (ligatures, fractions) pass
+    assert normalise_text(text) == _normalise_collapsed(" ".join(text.split()))
+
+
+_texts = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",))
+    | st.sampled_from(" \u0301\ufdfa\u1100\u1161\u11a8\u0b47\u0b3e\u00a8ﬁẞ"),
+    max_size=200,
+)
+
+
+@FUZZ
+@given(_texts, st.integers(1, 20))
+def test_normalising_in_pieces_equals_normalising_whole(text: str, piece: int) -> None:
+    """Folding collapsed text in pieces cut at safe boundaries never changes its normal form
+    (combining marks, Hangul jamo and compositions across a cut included)."""
+    text = " ".join(text.split())
+    whole = _normalise_collapsed(text)
+    assert normalise_bounded(text, _fold, piece=piece, limit=10**9) == whole
+    assert unicodedata.is_normalized("NFKC", whole)
