@@ -6,16 +6,11 @@ Alembic migrations in ``migrations/`` create exactly this schema; a test runs
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
     Column,
-    DateTime,
-    Dialect,
     Float,
     ForeignKey,
     Index,
@@ -29,15 +24,23 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.types import TypeDecorator
 
 from changewatch.fingerprint.simhash64 import SIMHASH_BAND_BITS, SIMHASH_BANDS, simhash_band
+from changewatch.store.types import (
+    SimHash64,
+    UTCDateTime,
+    simhash_band_expr,
+    simhash_band_index_names,
+    to_signed64,
+    to_unsigned64,
+)
 
 __all__ = [
     "COMMENTS",
     "SIMHASH_BANDS",
     "SIMHASH_BAND_BITS",
+    "SimHash64",
+    "UTCDateTime",
     "host_noise",
     "metadata",
     "page_chrome_changes",
@@ -53,8 +56,6 @@ __all__ = [
     "to_signed64",
     "to_unsigned64",
 ]
-
-_BAND_MASK = (1 << SIMHASH_BAND_BITS) - 1
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -85,86 +86,6 @@ COMMENTS = {
     "page_versions.reverted_to": "version_no of an earlier version of the page with the same "
     "content_sha256 (a flip-flop), else NULL",
 }
-
-
-def to_signed64(value: int) -> int:
-    """Unsigned 64-bit → the signed BIGINT that holds the same bits.
-
-    >>> to_signed64(2**64 - 1)
-    -1
-    """
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def to_unsigned64(value: int) -> int:
-    """Signed BIGINT → the unsigned 64-bit value it holds.
-
-    >>> to_unsigned64(-1) == 2**64 - 1
-    True
-    """
-    return value + (1 << 64) if value < 0 else value
-
-
-def simhash_band_expr(column: ColumnElement[Any], band: int) -> ColumnElement[int]:
-    """The SQL for :func:`simhash_band` over the signed BIGINT column: ``(simhash >> s) & 65535``.
-
-    Right-shifting a negative BIGINT is arithmetic on both SQLite and Postgres, so the top bits
-    fill with ones; masking after the shift keeps only the 16 band bits, which are the same as
-    those of the unsigned value. The shift and mask are literals, not bound parameters, so a
-    query's expression matches the index expression exactly (Postgres only uses an expression
-    index for the identical expression).
-    """
-    shift = SIMHASH_BAND_BITS * (SIMHASH_BANDS - 1 - band)
-    raw: ColumnElement[Any] = column
-    shifted = raw if shift == 0 else raw.op(">>", return_type=BigInteger())(text(str(shift)))
-    return shifted.op("&", return_type=BigInteger())(text(str(_BAND_MASK)))
-
-
-def simhash_band_index_names() -> list[str]:
-    """The names of the band indexes on ``page_snapshots``, band 0 first."""
-    return [f"ix_page_snapshots_simhash_band{band}" for band in range(SIMHASH_BANDS)]
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC timestamp on every dialect.
-
-    Postgres stores ``timestamptz``; SQLite has no time zones, so values are stored as UTC
-    and given back their ``tzinfo`` on the way out. Naive datetimes are refused.
-    """
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given where a UTC timestamp is required")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        assert isinstance(value, datetime)
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
-
-
-class SimHash64(TypeDecorator[int]):
-    """An unsigned 64-bit SimHash kept in a signed BIGINT (converted at this boundary)."""
-
-    impl = BigInteger
-    cache_ok = True
-
-    def process_bind_param(self, value: int | None, dialect: Dialect) -> int | None:
-        return None if value is None else to_signed64(value)
-
-    def process_result_value(self, value: int | None, dialect: Dialect) -> int | None:
-        return None if value is None else to_unsigned64(value)
 
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY.
