@@ -6,10 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich import box
-from rich.table import Table
 
-from changewatch.cli.common import Options, cell, console, echo_json, iso
+from changewatch.cli.common import Column, Options, cell, console, echo_json, fitted_table, iso
 
 __all__ = ["noise"]
 
@@ -32,21 +30,33 @@ def list_rules(options: Options, host: str | None, learned_only: bool, as_json: 
     if as_json:
         echo_json(rows)
         return
-    table = Table(title="learned noise", box=box.SIMPLE_HEAVY, title_justify="left")
-    for column in ("host", "kind", "value", "path", "seen", "changed", "learned at"):
-        table.add_column(column, justify="right" if column in ("seen", "changed") else "left")
-    for r in rows:
-        table.add_row(
+    rendered = [
+        (
             cell(r["host"]),
             cell(r["kind"]),
-            cell(r["value"]),
             cell(r["path"]),
             cell(r["observations"]),
             cell(r["changes"]),
             cell(r["learned_at"] or "observing"),
+            cell(r["value"]),
         )
-    console().print(table)
+        for r in rows
+    ]
+    out = console()
+    out.print(fitted_table("learned noise", _COLUMNS, rendered, out.width))
     click.echo(f"{sum(1 for r in rows if r['learned_at'])} learned, {len(rows)} rules")
+
+
+#: Host, kind, path and time stay whole at any width; the rule's hex value goes first.
+_COLUMNS = (
+    Column("host", fold=True),
+    Column("kind", keep=True),
+    Column("path", fold=True),
+    Column("seen", "right", keep=True),
+    Column("changed", "right", keep=True),
+    Column("learned at", keep=True),
+    Column("value", fold=True, drop=1),
+)
 
 
 @noise.command("reset")
