@@ -13,7 +13,7 @@ INSTALL = re.compile(r"pip install\s+(?:-e\s+)?('[^']*'|\"[^\"]*\"|\S+)")
 
 
 def _documents() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def test_the_distribution_is_changewatch_crawl() -> None:
@@ -44,3 +44,17 @@ def test_every_documented_install_line_works_from_a_checkout() -> None:
 def test_the_readme_names_the_published_name() -> None:
     """README says what the distribution is called on an index."""
     assert "pip install 'changewatch-crawl[EXTRA]'" in (ROOT / "README.md").read_text()
+
+
+def test_extras_that_name_the_project_name_it_by_its_distribution_name() -> None:
+    """An extra that pulls in other extras (``dev``) names this distribution as pyproject
+    does: under the old name pip would look for the unrelated project's extras (and warn,
+    installing none of them)."""
+    self_references = [
+        requirement
+        for requirements in PYPROJECT["project"]["optional-dependencies"].values()
+        for requirement in requirements
+        if re.match(r"changewatch\b", requirement)
+    ]
+    assert self_references, "the dev extra names the other extras"
+    assert all(r.startswith("changewatch-crawl[") for r in self_references), self_references
