@@ -180,6 +180,10 @@ def _anchors(text: str) -> list[tuple[int, int]]:
 
 
 def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:
-    while pattern.search(text) is not None:
+    # Bounded like version 4's (volatile.MAX_STRIP_PASSES): a page nesting more layers than
+    # that cost quadratic time; no real page does, so version 3's hashes stay the same.
+    for _ in range(8):
+        if pattern.search(text) is None:
+            break
         text = " ".join(pattern.sub(" ", text).split())
     return text

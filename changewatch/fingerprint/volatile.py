@@ -402,8 +402,16 @@ def strip_volatile_text(
     return text
 
 
+#: Passes of a policy's volatile patterns over a block. Removing a match can join its
+#: neighbours into a new one ("5 5 hours ago hours ago"), so the patterns are applied again;
+#: a page can nest such layers without end (k layers cost k passes: quadratic), so after
+#: this many passes whatever is left stays. Real stamps nest one or two layers.
+MAX_STRIP_PASSES = 8
+
+
 def _strip_to_fixed_point(text: str, pattern: re.Pattern[str]) -> str:
-    # Removing a match can join its neighbours into a new one; repeat until none is left.
-    while pattern.search(text) is not None:
+    for _ in range(MAX_STRIP_PASSES):
+        if pattern.search(text) is None:
+            break
         text = " ".join(pattern.sub(" ", text).split())
     return text

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from changewatch.fingerprint import fingerprint, normalise_text, strip_volatile
+from changewatch.fingerprint import FingerprintPolicy, fingerprint, normalise_text, strip_volatile
 
 from ._timing import MAX_GROWTH, growth
 from .strategies import FUZZ
@@ -57,3 +57,22 @@ def test_stamps_in_a_page_block_grow_linearly() -> None:
         fingerprint, lambda n: "<p>" + "5 1:00 " * n + "hours ago " * n + "</p>"
     )
     assert t_large / t_small < MAX_GROWTH, f"n={n} {t_small:.5f}s → {t_large:.5f}s"
+
+
+def test_a_policys_patterns_over_nested_layers_grow_linearly() -> None:
+    """A policy's own pattern over k nested layers ("5 " × k, then "hours ago " × k): each
+    pass removes one layer, so passes are bounded (volatile.MAX_STRIP_PASSES); unbounded,
+    16× the layers cost 256× the time."""
+    policy = FingerprintPolicy(volatile=(r"\b\d+ hours ago\b",))
+    n, t_small, t_large = growth(
+        lambda html: fingerprint(html, policy=policy),
+        lambda n: "<p>" + "5 " * n + "hours ago " * n + "</p>",
+    )
+    assert t_large / t_small < MAX_GROWTH, f"n={n} {t_small:.5f}s → {t_large:.5f}s"
+
+
+def test_a_policys_patterns_still_remove_a_few_nested_layers() -> None:
+    """Within the bound, layers a removal joins are removed too."""
+    policy = FingerprintPolicy(volatile=(r"\b\d+ hours ago\b",))
+    nested = fingerprint("<p>price list " + "5 " * 3 + "hours ago " * 3 + "</p>", policy=policy)
+    assert nested.content_sha256 == fingerprint("<p>price list</p>", policy=policy).content_sha256
