@@ -61,3 +61,31 @@ def pruner(database_url: str, rounds: int, barrier: Any, results: Any) -> None:
 def dispatch(target: Any, args: tuple[Any, ...], barrier: Any, results: Any) -> None:
     """Run ``target(*args, barrier, results)``: lets one race mix writers and pruners."""
     target(*args, barrier, results)
+
+
+def counting_writer(database_url: str, seed: int, rounds: int, barrier: Any, results: Any) -> None:
+    """``writer``'s batches, reporting how many times a batch lost its race (the batch
+    module's "lost a race" debug records)."""
+    import logging
+
+    class Count(logging.Handler):
+        lost = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            Count.lost += "lost a race" in record.getMessage()
+
+    logger = logging.getLogger("changewatch")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(Count())
+    try:
+        rng = random.Random(seed)
+        pool = pool_urls()
+        with ChangeWatch(database_url=database_url, seen_url="memory:") as watch:
+            barrier.wait(timeout=TIMEOUT_S)
+            for _ in range(rounds):
+                watch.should_parse_many(
+                    [(u, body(u, rng.randrange(5))) for u in rng.sample(pool, 20)]
+                )
+        results.put(("ok", Count.lost))
+    except BaseException:
+        results.put(("error", traceback.format_exc()))

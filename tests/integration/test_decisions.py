@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from changewatch import ChangeWatch, canonicalise, fingerprint, hamming, url_digest
+from changewatch.store.store import _SQLITE_TAKE_WRITE_LOCK
 
 from ._pages import (
     counts,
@@ -371,6 +372,7 @@ class _StatementLog:
         self.statements: list[tuple[str, bool]] = []
         self.begins = 0
         self.commits = 0
+        self.locks = 0
         self._engine = engine
         event.listen(engine, "before_cursor_execute", self._on_execute)
         event.listen(engine, "begin", self._on_begin)
@@ -385,6 +387,9 @@ class _StatementLog:
         _context: Any,
         executemany: bool,
     ) -> None:
+        if statement == _SQLITE_TAKE_WRITE_LOCK:
+            self.locks += 1  # SQLite's batch transaction takes the write lock first
+            return
         self.statements.append((statement.lstrip().split(None, 1)[0].upper(), executemany))
 
     def _on_begin(self, _conn: Any) -> None:
@@ -421,6 +426,7 @@ def test_should_parse_many_known_unchanged_batch_is_one_select_and_one_update(
     assert log.count("INSERT") == 0
     assert [many for verb, many in log.statements if verb == "UPDATE"] == [True]
     assert (log.begins, log.commits) == (1, 1)
+    assert log.locks == (watch.store.dialect == "sqlite")
     rows = snapshot_rows(watch)
     assert [r.fetch_count for r in rows] == [2] * len(pages)
     assert {r.last_seen for r in rows} == {clock.now}
