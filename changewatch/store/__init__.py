@@ -13,6 +13,8 @@ by threads).
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -87,10 +89,34 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     """WAL lets readers run beside one writer; foreign keys are off by default in SQLite."""
     cursor = dbapi_connection.cursor()
     if cursor.execute("PRAGMA database_list").fetchone()[2]:  # a file, not :memory:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        _set_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _set_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, waiting out other processes' locks.
+
+    Switching the journal mode needs the database's exclusive lock, and SQLite answers
+    "database is locked" at once, without its busy handler, while another connection holds
+    a write lock (deadlock avoidance) — as when another process is creating a new store's
+    schema. So the switch is tried again until the connection's busy timeout has passed.
+    """
+    timeout_s = cursor.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def open_store(

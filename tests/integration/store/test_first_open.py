@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import signal
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -165,3 +166,24 @@ def test_concurrent_upgrades_of_an_empty_postgres_database_all_succeed(
             ]
     finally:
         engine.dispose()
+
+
+def test_opening_waits_for_another_connections_write_lock(tmp_path: Path) -> None:
+    """Another connection holds the write lock of a database not yet in WAL mode (as a
+    process creating a new store does): opening it waits for the lock instead of failing at
+    once with "database is locked" (switching to WAL skips SQLite's busy handler)."""
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        engine = create_engine(f"sqlite:///{path}", busy_timeout_s=10)
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        engine.dispose()
+    finally:
+        release.join()
+        holder.close()
