@@ -91,20 +91,15 @@ class Fetched:
                 # PDF, images, archives: raw bytes are the content (fingerprint.is_binary).
                 self.binary, self.text, self._content = True, "", self.raw
             else:
-                try:
-                    self._parts = page_text(
-                        self.html,
-                        self.content_type,
-                        self.policy,
-                        host=url_host(self.url),
-                        url=self.url,
-                        volatile_blocks=self.volatile_blocks,
-                        with_blocks=self.with_blocks,
-                    )
-                except PageTooComplexError as exc:  # the pure core cannot name the page
-                    raise PageTooComplexError(
-                        exc.limit_name, exc.limit, exc.found, self.url
-                    ) from None
+                self._parts = page_text(  # PageTooComplexError names self.url
+                    self.html,
+                    self.content_type,
+                    self.policy,
+                    host=url_host(self.url),
+                    url=self.url,
+                    volatile_blocks=self.volatile_blocks,
+                    with_blocks=self.with_blocks,
+                )
                 self.text = self._parts.content
                 self._content = content_sha256(self.text)
         return self._content

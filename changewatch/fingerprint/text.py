@@ -10,6 +10,7 @@ from collections.abc import Collection
 import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
+from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
 from changewatch.fingerprint.guard import MAX_NESTING, normalise_bounded, too_deep
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
@@ -131,7 +132,30 @@ def page_text(
     ...                   url="https://example.com/x")
     >>> parts.content, parts.chrome, parts.links
     ('hi', 'home', ('https://example.com/a',))
+
+    A page over a limit of :mod:`~changewatch.fingerprint.guard` raises
+    :class:`~changewatch.errors.PageTooComplexError`, naming ``url`` when given.
     """
+    try:
+        return _page_parts(
+            html, content_type, policy, host, url, template_blocks, volatile_blocks, with_blocks
+        )
+    except PageTooComplexError as exc:
+        if url is None or exc.url is not None:
+            raise
+        raise PageTooComplexError(exc.limit_name, exc.limit, exc.found, url) from None
+
+
+def _page_parts(
+    html: str | bytes,
+    content_type: str | None,
+    policy: FingerprintPolicy | None,
+    host: str | None,
+    url: str | None,
+    template_blocks: Collection[bytes],
+    volatile_blocks: Collection[bytes],
+    with_blocks: bool,
+) -> PageParts:
     rules = (policy or DEFAULT_POLICY).for_host(host)
     source: str | bytes | None = utf8_source(html, content_type)
     if source is None:

@@ -181,3 +181,16 @@ def test_normalising_in_pieces_equals_normalising_whole(text: str, piece: int) -
     whole = _normalise_collapsed(text)
     assert normalise_bounded(text, _fold, piece=piece, limit=10**9) == whole
     assert unicodedata.is_normalized("NFKC", whole)
+
+
+def test_a_refused_page_is_named_by_the_url_it_was_fingerprinted_under() -> None:
+    """fingerprint(url=…) names the page in the error; without a URL it says "the page"."""
+    html = "<p " + " ".join(f"a{i}=1" for i in range(MAX_ATTRIBUTES + 1)) + ">x</p>"
+    with pytest.raises(PageTooComplexError) as caught:
+        fingerprint(html, url="https://example.com/huge")
+    assert caught.value.url == "https://example.com/huge"
+    assert "'https://example.com/huge'" in str(caught.value)
+    with pytest.raises(PageTooComplexError) as anonymous:
+        fingerprint(html)
+    assert anonymous.value.url is None
+    assert "the page is refused" in str(anonymous.value)
