@@ -5,8 +5,9 @@ A *redirect stub* ("You should be redirected quickly, if not click here") is wha
 serves in place of a page it moved, or on and off while it deploys: its text is not the
 page's content, any more than the body of an HTTP 301 is. A page is a stub when its refresh
 names a URL other than the page's own and fires within :data:`MAX_REDIRECT_DELAY` seconds
-(search engines read an instant meta refresh as a permanent redirect); a refresh without a
-URL, or to the page itself, reloads it and is no redirect.
+(search engines read an instant meta refresh as a permanent redirect), and its main content
+is short (:data:`MAX_STUB_WORDS`); a refresh without a URL, or to the page itself, reloads
+it and is no redirect.
 
 The ``content`` attribute is read as HTML's "shared declarative refresh steps" read it
 (HTML Living Standard §4.2.5.3): a delay in seconds, then ``;``/``,``, then an optional
@@ -20,10 +21,14 @@ from urllib.parse import urljoin, urlsplit
 from changewatch.errors import InvalidURLError
 from changewatch.urls import canonicalise
 
-__all__ = ["MAX_REDIRECT_DELAY", "parse_refresh", "redirect_target"]
+__all__ = ["MAX_REDIRECT_DELAY", "MAX_STUB_WORDS", "parse_refresh", "redirect_target", "stub_sized"]
 
 #: A refresh that fires within this many seconds, to another URL, makes the page a stub.
 MAX_REDIRECT_DELAY = 5
+#: ... if its main content is at most this many words: a page of real content that also
+#: carries a quick refresh is compared as content (a stub says "redirecting", "moved", "click
+#: here"), so a refresh can never hide an edit to a page's text.
+MAX_STUB_WORDS = 100
 
 _WHITESPACE = "\t\n\f\r "
 _NEVER = 10**9
@@ -95,6 +100,15 @@ def redirect_target(content: str, base: str | None, url: str | None) -> str | No
     if url is not None and _same_page(target, url):
         return None
     return target
+
+
+def stub_sized(content: str) -> bool:
+    """Whether a page's normalised main content is short enough for a redirect stub.
+
+    >>> stub_sized("you should be redirected quickly, if not click here."), stub_sized("a " * 200)
+    (True, False)
+    """
+    return content.count(" ") < MAX_STUB_WORDS
 
 
 def _same_page(target: str, url: str) -> bool:

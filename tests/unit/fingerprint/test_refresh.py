@@ -87,3 +87,14 @@ def test_any_refresh_value_parses_or_is_refused_without_raising(content: str) ->
     parsed = parse_refresh(content)
     assert parsed is None or parsed[0] >= 0
     redirect_target(content, None, PAGE)
+
+
+def test_a_page_of_real_content_with_a_quick_refresh_is_content() -> None:
+    """A refresh can never hide an edit to a page's text: past 100 words of main content
+    the page is compared as content, whatever its refresh says (chrome words don't count)."""
+    refresh = '<meta http-equiv="refresh" content="0; url=/elsewhere">'
+    prose = "<p>" + "The council approved the budget for the coming year. " * 15 + "</p>"
+    assert fingerprint(refresh + prose, url=PAGE).redirect_to is None
+    menu = "<nav>" + "".join(f"<a href='/s{i}'>Section {i}</a>" for i in range(80)) + "</nav>"
+    stub = f"{refresh}{menu}<main><p>This page has moved.</p></main>"
+    assert fingerprint(stub, url=PAGE).redirect_to == "https://example.com/elsewhere"
