@@ -11,7 +11,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from changewatch.store import create_engine
-from changewatch.store.migrate import skip_band_index_reflection_warnings
+from changewatch.store.migrate import exclusive_upgrade, skip_band_index_reflection_warnings
 from changewatch.store.tables import metadata
 
 config = context.config
@@ -54,14 +54,17 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
-    """Run against a passed-in connection or a fresh engine."""
+    """Run against a passed-in connection or a fresh engine; on a fresh engine (``alembic
+    upgrade head`` from the command line) as ``changewatch db upgrade`` runs: one upgrader at
+    a time, the whole run one transaction (SQLite ``BEGIN EXCLUSIVE``, a Postgres advisory
+    lock)."""
     connection = config.attributes.get("connection")
     if connection is not None:
         _run(connection)
         return
     engine = create_engine(_database_url())
     try:
-        with engine.begin() as conn:
+        with exclusive_upgrade(engine) as conn:
             _run(conn)
     finally:
         engine.dispose()

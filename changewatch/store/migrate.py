@@ -34,6 +34,7 @@ __all__ = [
     "current_revision",
     "database_revision",
     "ensure_current",
+    "exclusive_upgrade",
     "head_revision",
     "migrations_path",
     "skip_band_index_reflection_warnings",
@@ -105,9 +106,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic.util import CommandError
 
     url = _url_of(engine)
-    with translate_errors(url), _exclusive(engine) as conn:
-        if engine.dialect.name == "sqlite" and current_revision(conn) is None:
-            _clear_half_created(conn, url)
+    with translate_errors(url), exclusive_upgrade(engine) as conn:
         try:
             command.upgrade(alembic_config(connection=conn), revision)
         except CommandError as exc:
@@ -116,6 +115,18 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 #: Key of the Postgres advisory lock that serialises upgraders (any fixed 64-bit number).
 UPGRADE_LOCK_KEY = 0x6368616E67657761  # "changewa"
+
+
+@contextlib.contextmanager
+def exclusive_upgrade(engine: Engine) -> Iterator[Connection]:
+    """A connection in a transaction that no other upgrader can run beside (and, on a
+    SQLite store without a revision, a half-created schema cleared); committed on success,
+    rolled back on any exception. :func:`upgrade` and Alembic's own command line
+    (``alembic upgrade head``, ``migrations/env.py``) both run the migrations in it."""
+    with _exclusive(engine) as conn:
+        if engine.dialect.name == "sqlite" and current_revision(conn) is None:
+            _clear_half_created(conn, _url_of(engine))
+        yield conn
 
 
 @contextlib.contextmanager
