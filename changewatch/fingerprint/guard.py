@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.nesting import (
@@ -75,15 +76,25 @@ MAX_TEXT_CHARS = 10 * 1024 * 1024
 
 #: A tag of more than 16 attributes (found in C, by one regex search over the page).
 _SHORT = 16
-_LONG_TAG_PATTERN = (
-    rf"<[A-Za-z][^{_WS}/>]*+(?>(?:(?:[{_WS}]|/(?!>))*+"
-    rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
-    rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+){{{_SHORT + 1}}})"""
-)
-_LONG_TAG: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
-    str: re.compile(_LONG_TAG_PATTERN),
-    bytes: re.compile(_LONG_TAG_PATTERN.encode()),
+#: The stack walks lexbor may cost on a page of ``c`` ``<`` and ``s`` start tags are at most
+#: ``(2c + 1) × (2s + 3)`` levels (see :func:`too_deep`); pages under the bound of a page of
+#: :data:`MAX_NESTING` ``<`` (which needs no model) need none either.
+_WORK_BOUND = (2 * MAX_NESTING + 1) * (2 * MAX_NESTING + 3)
+_TAG_START: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
+    str: re.compile("<(/?)[A-Za-z]"),
+    bytes: re.compile(b"<(/?)[A-Za-z]"),
 }
+
+
+@lru_cache(maxsize=32)
+def _long_tag(short: int, kind: type) -> re.Pattern[str] | re.Pattern[bytes]:
+    """A start or end tag of more than ``short`` attributes, for ``str`` or ``bytes``."""
+    pattern = (
+        rf"</?[A-Za-z][^{_WS}/>]*+(?>(?:(?:[{_WS}]|/(?!>))*+"
+        rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
+        rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+){{{short + 1}}})"""
+    )
+    return re.compile(pattern.encode() if kind is bytes else pattern)
 
 
 def too_deep(source: str | bytes, count: int) -> bool:
@@ -92,15 +103,24 @@ def too_deep(source: str | bytes, count: int) -> bool:
     Raises :class:`PageTooComplexError` for a page over :data:`MAX_ATTRIBUTES` or
     :data:`MAX_NAMES` (checked by :func:`check_names` too).
 
-    A page of at most :data:`MAX_NESTING` ``<`` has as many start tags at most, so its stack
-    (open elements, implied rows and sections, reconstructed formatting elements: at most
-    twice the start tags, and 3) costs lexbor a bounded time; the model runs on larger pages.
+    A page of ``s`` start tags has a stack (open elements, implied rows and sections,
+    reconstructed formatting elements) of at most ``2s + 3``, and lexbor walks it at most
+    once a token (its ``c`` ``<`` make at most ``2c + 1`` tokens, text runs included). A
+    page whose bound ``(2c + 1) × (2s + 3)`` is at most that of a page of
+    :data:`MAX_NESTING` ``<``, and whose tags (start and end, at most :data:`MAX_NAMES`)
+    cannot bring more names than :func:`check_names` allows, costs lexbor no more than such
+    a page: only its names are checked. The model reads every other page.
 
     >>> too_deep("<div></x>" * 5000, 10000), too_deep("<p>x</p>" * 5000, 10000)
     (True, False)
     """
     if count <= MAX_NESTING:
         check_names(source, count)
+        return False
+    opened = _TAG_START[type(source)].findall(source)  # type: ignore[arg-type]
+    starts = opened.count(source[:0])  # an empty group: a start tag, else "/"
+    if (2 * count + 1) * (2 * starts + 3) <= _WORK_BOUND and len(opened) <= MAX_NAMES:
+        check_names(source, len(opened))
         return False
     model = Model(
         MAX_NESTING,
@@ -114,15 +134,16 @@ def too_deep(source: str | bytes, count: int) -> bool:
 
 
 def check_names(source: str | bytes, count: int) -> None:
-    """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count`` ``<``)
-    has more than :data:`MAX_ATTRIBUTES` attributes or the page more than
-    :data:`MAX_NAMES_FEW_TAGS` distinct attribute names, counted as the tokenizer reads them
-    (HTML §13.2.5.32-39).
+    """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count``
+    tags at most: its number of ``<`` will do) has more than :data:`MAX_ATTRIBUTES`
+    attributes or the page more than :data:`MAX_NAMES_FEW_TAGS` distinct attribute names,
+    counted as the tokenizer reads them (HTML §13.2.5.32-39).
 
-    Tags of more than 16 attributes are found by one regex search (which reads scripts and
-    comments as markup too: an over-count); the rest hold at most ``16 × count`` names. Only
-    when that bound passes a limit is the page read as the tokenizer reads it, every name
-    counted, and refused if it is over.
+    Tags (start or end) of more than ``k`` attributes are found by one regex search (which
+    reads scripts and comments as markup too: an over-count), ``k`` being 16 or, on a page
+    of more than 4,096 tags, as many as keeps ``k × count`` under the limit; the rest hold
+    at most ``k × count`` names. Only when that bound passes the limit is the page read as
+    the tokenizer reads it, every name counted, and refused if it is over.
 
     >>> check_names("<p " + "a=1 " * 256 + ">", 1)
     >>> check_names("<p " + "a=1 " * 257 + ">", 1)
@@ -130,16 +151,17 @@ def check_names(source: str | bytes, count: int) -> None:
     ...
     changewatch.errors.PageTooComplexError: an element has more than 256 attributes (257): ...
     """
-    pattern = _LONG_TAG[bytes if isinstance(source, bytes) else str]
-    long_names: set[str | bytes] = set()
-    for match in pattern.finditer(source):  # type: ignore[arg-type]
-        names = attribute_names(attributes_of(source, match.start()))
-        if len(names) > MAX_ATTRIBUTES:
-            break  # perhaps in a script: read as the tokenizer does
-        long_names.update(name.lower() for name in names)
-    else:
-        if _SHORT * count + len(long_names) <= MAX_NAMES_FEW_TAGS:
-            return
+    short = min(_SHORT, MAX_NAMES_FEW_TAGS // max(count, 1))
+    if short >= 1:
+        long_names: set[str | bytes] = set()
+        for match in _long_tag(short, type(source)).finditer(source):  # type: ignore[arg-type]
+            names = attribute_names(attributes_of(source, match.start()))
+            if len(names) > MAX_ATTRIBUTES:
+                break  # perhaps in a script: read as the tokenizer does
+            long_names.update(name.lower() for name in names)
+        else:
+            if short * count + len(long_names) <= MAX_NAMES_FEW_TAGS:
+                return
     Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
 
 

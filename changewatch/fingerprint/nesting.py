@@ -49,8 +49,9 @@ _TOKEN = (
 )
 _TOKEN_STR = re.compile(_TOKEN, re.DOTALL)
 _TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
-# The attribute text after a tag name (what _TOKEN's third group holds), ended or not.
-_AREA = rf"<[A-Za-z][^{_WS}/>]*+((?:[{_WS}]++|/(?!>)|{_ATTRIBUTE})*+)"
+# The attribute text after a start or end tag's name (what _TOKEN's third group holds), ended
+# or not.
+_AREA = rf"</?[A-Za-z][^{_WS}/>]*+((?:[{_WS}]++|/(?!>)|{_ATTRIBUTE})*+)"
 _AREA_STR = re.compile(_AREA)
 _AREA_BYTES = re.compile(_AREA.encode())
 _NAME = rf"[{_WS}/]*+([^{_WS}/>][^{_WS}/=>]*+)" + _ATTRIBUTE[_ATTRIBUTE.index("(?:[") :]
@@ -167,10 +168,10 @@ class Model:
     After :meth:`run`: ``deepest`` (the depth bound, past ``limit`` if the pass stopped
     there), ``work`` (the sum of the depths at each start tag: what the parser's stack walks
     cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start
-    tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
+    and end tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
     than ``max_attributes`` attributes raises :class:`PageTooComplexError`, and with
-    ``max_names``, so do more distinct attribute names (``attribute_names``; the most on one
-    tag in ``most_attributes``) or distinct tag names than that.
+    ``max_names``, so do more distinct attribute names (``attribute_names``) or distinct tag
+    names than that.
     """
 
     def __init__(
@@ -192,7 +193,6 @@ class Model:
         #: When set, every tag's attributes are read and their distinct names counted.
         self.max_names = max_names
         self.attribute_names: set[str | bytes] = set()
-        self.most_attributes = 0
         self.stack: list[str] = []
         #: Per entry of ``stack``: the namespace of its content if SVG or MathML ("svg",
         #: "math"), else "".
@@ -214,37 +214,43 @@ class Model:
 
     def run(self, text: str | bytes) -> None:
         """Read ``text`` (stops early past ``limit``)."""
-        bytes_in = isinstance(text, bytes)
-        search = (_TOKEN_BYTES if bytes_in else _TOKEN_STR).search
-        long_area = 2 * self.max_attributes
+        pending: list[str | bytes] = []
+        self._read(text, pending)
+        self.count_names(pending)
+
+    def _read(self, text: str | bytes, pending: list[str | bytes]) -> None:
+        """:meth:`run`, but for the attribute texts of at most ``2 × max_attributes``
+        characters (no more than ``max_attributes`` attributes) left in ``pending``, whose
+        names :meth:`count_names` counts a batch at a time."""
+        search = (_TOKEN_BYTES if isinstance(text, bytes) else _TOKEN_STR).search
+        counting = self.max_names is not None
+        waiting = 0
+        lowered: dict[str | bytes, str] = {}
+        tag_names = self.tag_names
         pos = 0
         while True:
             match = search(text, pos)  # type: ignore[arg-type]
             if match is None:
                 return
             pos = match.end()
-            raw_name = match.group(2)
+            closing, raw_name, attributes, self_closing = match.groups()
             if raw_name is None:
                 pos = self.other(match, text, pos)  # type: ignore[arg-type]
                 if pos < 0:
                     return
                 continue
-            attributes = match.group(3)
-            self.attribute_bytes += len(attributes)
-            if self.max_names is not None:
-                self.count_names(attributes)
-            elif len(attributes) > long_area:
-                self.check_attributes(attributes)
-            name: str = raw_name.decode("latin-1").lower() if bytes_in else raw_name.lower()  # type: ignore[union-attr,assignment]
-            if match.group(1):
+            if attributes:
+                waiting = self._take(attributes, pending, waiting)
+            name: str = lowered.get(raw_name) or _lowered(raw_name, lowered)
+            tag_names.add(name)  # an end tag's name costs lexbor as a start tag's
+            if counting and len(tag_names) > self.max_names:  # type: ignore[operator]
+                raise PageTooComplexError("names", self.max_names, len(tag_names))  # type: ignore[arg-type]
+            if closing:
                 self.end(name)
                 continue
-            self.tag_names.add(name)
-            if self.max_names is not None and len(self.tag_names) > self.max_names:
-                raise PageTooComplexError("names", self.max_names, len(self.tag_names))
             if name == "font" and self.foreign and self.foreign[-1]:
                 name = _font_in_foreign(attributes)
-            pos = self.start(name, bool(match.group(4)), text, pos)
+            pos = self.start(name, bool(self_closing), text, pos)
             if pos < 0:
                 return
             depth = len(self.stack) + self.formatting_open + self.unsure + 3
@@ -257,6 +263,20 @@ class Model:
                 self.deepest = depth
                 if depth > self.limit:
                     return
+
+    def _take(self, attributes: str | bytes, pending: list[str | bytes], waiting: int) -> int:
+        """A tag's attribute text: a long one read now, else (counting names) left in
+        ``pending``, whose ``waiting`` characters are read once past :data:`_BATCH`."""
+        self.attribute_bytes += len(attributes)
+        if len(attributes) > 2 * self.max_attributes:
+            self.count_names([attributes])
+        elif self.max_names is not None:
+            pending.append(attributes)
+            waiting += len(attributes)
+            if waiting > _BATCH:
+                self.count_names(pending)
+                return 0
+        return waiting
 
     def other(self, match: re.Match[str], text: str | bytes, pos: int) -> int:
         """After a comment, doctype, bogus comment or CDATA token: where to read on (-1:
@@ -278,17 +298,25 @@ class Model:
             return -1
         return pos
 
-    def count_names(self, area: str | bytes) -> None:
-        """Read the attributes of one tag: refuse past ``max_attributes`` on it or
-        ``max_names`` distinct over the page (names ASCII case folded, as lexbor folds)."""
-        if not area:
+    def count_names(self, areas: list[str | bytes]) -> None:
+        """Read the attributes of tags (``areas``: their attribute texts, emptied): refuse
+        past ``max_attributes`` on one or ``max_names`` distinct over the page (names case
+        folded as ``str.lower`` folds them). Each text is whole (a tag's, to its ``>``), so
+        that the texts joined by a space read as each one alone."""
+        if not areas:
             return
-        names = attribute_names(area)
-        self.most_attributes = max(self.most_attributes, len(names))
-        if len(names) > self.max_attributes:
-            raise PageTooComplexError("attributes", self.max_attributes, len(names))
+        if len(areas) == 1:
+            names = attribute_names(areas[0])
+            if len(names) > self.max_attributes:
+                raise PageTooComplexError("attributes", self.max_attributes, len(names))
+            if self.max_names is not None:
+                self.attribute_names.update(name.lower() for name in names)
+        else:
+            space = b" " if isinstance(areas[0], bytes) else " "
+            joined: str | bytes = space.join(areas)  # type: ignore[arg-type]
+            self.attribute_names.update(attribute_names(joined.lower()))
+        areas.clear()
         seen = self.attribute_names
-        seen.update(name.lower() for name in names)
         if self.max_names is not None and len(seen) > self.max_names:
             raise PageTooComplexError("names", self.max_names, len(seen))
 
@@ -513,6 +541,13 @@ class Model:
         return index
 
 
+def _lowered(raw: str | bytes, table: dict[str | bytes, str]) -> str:
+    """A tag name as the model compares it (lower case), remembered in ``table``."""
+    name = raw.decode("latin-1").lower() if isinstance(raw, bytes) else raw.lower()
+    table[raw] = name
+    return name
+
+
 def _font_in_foreign(area: str | bytes) -> str:
     """``font`` in SVG/MathML breaks out with a color, face or size attribute: its name as
     the model treats it ("font", a breakout, or "font " for a foreign element)."""
@@ -550,6 +585,8 @@ def _keys(name: str) -> tuple[str, ...]:
 _KEYS: dict[str, tuple[str, ...]] = {}
 
 
+#: The attribute texts :meth:`Model.count_names` reads at once (in characters, about).
+_BATCH = 1 << 16
 _CDATA = frozenset({"<![CDATA[", b"<![CDATA["})
 _SLASH = frozenset({"/", b"/"})
 _GT: dict[type, str | bytes] = {str: ">", bytes: b">"}
