@@ -95,6 +95,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "distinct tag names": _tag_names,
     "distinct end tag names": _end_tag_names,
     "spans 2,048 deep under the unmodelled bound, then text": _under_the_bound,
+    "2,000 open spans, then </x> (end tags walking the stack)": lambda s: (
+        "<span>" * 2000 + _repeat("</x>", s - 12000)
+    ),
     "nested relative ages": _ages,
     "U+FDFA (NFKC ×18)": lambda s: _repeat("\ufdfa", s),
     "U+FDFA, spaced": lambda s: _repeat("\ufdfa ", s),

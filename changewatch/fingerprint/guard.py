@@ -60,9 +60,10 @@ MAX_NAMES = 8192
 #: On pages of fewer ``<`` (whose tags are not all read), the limit on distinct attribute
 #: names: 16 a tag cannot pass it, so only tags of more are read to check it.
 MAX_NAMES_FEW_TAGS = 65536
-#: The stack walks a page may cost: past ``NESTING_WORK_PER_TAG`` levels per start tag on
-#: average (plus 16 Mi levels), the fallback reads it (4,000-deep blocks filling 10 MiB took
-#: 16 s). The shared corpus averages 21.8 at most.
+#: The stack walks a page may cost: past ``NESTING_WORK_PER_TAG`` levels per tag (start or
+#: end) on average (plus 16 Mi levels), the fallback reads it (4,000-deep blocks filling
+#: 10 MiB took 16 s; 2,000 open spans then ``</x>`` filling 10 MiB, 31 s). The shared corpus
+#: averages 22.0 at most.
 NESTING_WORK_PER_TAG = 256
 _NESTING_WORK_SLACK = 1 << 24
 #: Normalised text may be at most this many times as long as the visible text it comes

@@ -166,8 +166,9 @@ class Model:
     (so every question the rules ask is answered in constant time).
 
     After :meth:`run`: ``deepest`` (the depth bound, past ``limit`` if the pass stopped
-    there), ``work`` (the sum of the depths at each start tag: what the parser's stack walks
-    cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start
+    there), ``work`` (the sum of the depths at each start and end tag: what the parser's
+    stack walks cost; ``too_costly`` if the pass stopped on it), ``pushes`` (start tags),
+    ``ends`` (end tags), ``tag_names`` (every start
     and end tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
     than ``max_attributes`` attributes raises :class:`PageTooComplexError`, and with
     ``max_names``, so do more distinct attribute names (``attribute_names``) or distinct tag
@@ -185,7 +186,7 @@ class Model:
     ) -> None:
         self.limit = limit
         #: The pass stops (``too_costly``) once ``work`` passes ``work_per_push`` levels per
-        #: start tag on average, plus ``work_slack``.
+        #: tag (start or end) on average, plus ``work_slack``.
         self.work_per_push = work_per_push
         self.work_slack = work_slack
         self.too_costly = False
@@ -209,6 +210,7 @@ class Model:
         self.deepest = 3
         self.work = 0
         self.pushes = 0
+        self.ends = 0
         self.tag_names: set[str] = set()
         self.attribute_bytes = 0
 
@@ -245,8 +247,13 @@ class Model:
             tag_names.add(name)  # an end tag's name costs lexbor as a start tag's
             if counting and len(tag_names) > self.max_names:  # type: ignore[operator]
                 raise PageTooComplexError("names", self.max_names, len(tag_names))  # type: ignore[arg-type]
-            if closing:
+            if closing:  # lexbor walks the stack for it (to a special element at most)
+                self.work += len(self.stack) + self.formatting_open + self.unsure + 3
+                self.ends += 1
                 self.end(name)
+                if self.work > self.work_per_push * (self.pushes + self.ends) + self.work_slack:
+                    self.too_costly = True
+                    return
                 continue
             if name == "font" and self.foreign and self.foreign[-1]:
                 name = _font_in_foreign(attributes)
@@ -256,7 +263,7 @@ class Model:
             depth = len(self.stack) + self.formatting_open + self.unsure + 3
             self.work += depth
             self.pushes += 1
-            if self.work > self.work_per_push * self.pushes + self.work_slack:
+            if self.work > self.work_per_push * (self.pushes + self.ends) + self.work_slack:
                 self.too_costly = True
                 return
             if depth > self.deepest:
