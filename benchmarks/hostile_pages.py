@@ -77,6 +77,12 @@ def _under_the_bound(size: int) -> str:
     return head + "x" * max(0, size - len(head))
 
 
+def _adoptions(size: int) -> str:
+    """700 distinct open ``<b>``, 700 ``<div>``, then ``</b>`` (each runs the adoption agency)."""
+    head = "".join(f"<b id={i}>" for i in range(700)) + "<div>" * 700
+    return head + _repeat("</b>", size - len(head))
+
+
 def _ages(size: int) -> str:
     k = size // 17
     return "<p>" + "5 1:00 " * k + "hours ago " * k + "</p>"
@@ -98,6 +104,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "2,000 open spans, then </x> (end tags walking the stack)": lambda s: (
         "<span>" * 2000 + _repeat("</x>", s - 12000)
     ),
+    "misnested </b> (the adoption agency, repeated)": _adoptions,
     "nested relative ages": _ages,
     "U+FDFA (NFKC ×18)": lambda s: _repeat("\ufdfa", s),
     "U+FDFA, spaced": lambda s: _repeat("\ufdfa ", s),

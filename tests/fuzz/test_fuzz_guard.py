@@ -12,6 +12,7 @@ from selectolax.lexbor import LexborHTMLParser
 from changewatch import PageTooComplexError
 from changewatch.fingerprint import fingerprint, normalise, normalise_text
 from changewatch.fingerprint.guard import (
+    MAX_ADOPTIONS,
     MAX_ATTRIBUTES,
     MAX_NAMES,
     MAX_NAMES_FEW_TAGS,
@@ -238,3 +239,17 @@ def test_end_tags_walking_the_stack_take_the_fallback() -> None:
     page = "<span>" * 2000 + "</x>" * 250_000
     assert too_deep(page, page.count("<"))
     assert normalise(page + "text") == "text"
+
+
+@pytest.mark.parametrize(("opened", "ends"), [(700, 2690), (500, 7000), (100, MAX_ADOPTIONS + 1)])
+def test_misnested_formatting_end_tags_take_the_fallback(opened: int, ends: int) -> None:
+    """Each end tag of a formatting element with a special element opened since runs the
+    adoption agency, which clones and moves nodes at a cost growing with the runs before
+    (700 distinct ``<b>``, 700 ``<div>`` and 2,690 ``</b>``, 4,090 ``<`` in all: 3.2 s to
+    parse; 7,000 ``</b>``: 152 s); past MAX_ADOPTIONS such runs the fallback reads the page,
+    on pages of few ``<`` too. Well nested formatting elements run none."""
+    page = "".join(f"<b id={i}>" for i in range(opened)) + "<div>" * opened + "</b>" * ends
+    assert too_deep(page, page.count("<"))
+    assert normalise(page + "text") == "text"
+    nested = "<div><b>x</b></div>" * 2500
+    assert not too_deep(nested, nested.count("<"))
