@@ -27,13 +27,9 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from changewatch.errors import PageTooComplexError
-from changewatch.fingerprint.nesting import (
-    _WS,
-    MAX_NESTING,
-    Model,
-    attribute_names,
-    attributes_of,
-)
+from changewatch.fingerprint.attributes import WS as _WS
+from changewatch.fingerprint.attributes import attribute_names, attributes_of
+from changewatch.fingerprint.nesting import MAX_NESTING, Model
 
 __all__ = [
     "MAX_ADOPTIONS",

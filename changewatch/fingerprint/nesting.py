@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 
 from changewatch.errors import PageTooComplexError
+from changewatch.fingerprint.attributes import ATTRIBUTE as _ATTRIBUTE
+from changewatch.fingerprint.attributes import WS as _WS
+from changewatch.fingerprint.attributes import attribute_names, attributes_of
 from changewatch.fingerprint.rawtext import RAW_TEXT, raw_text_end, script_end
 
 __all__ = [
@@ -32,14 +35,6 @@ def _names(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WS = r"\t\n\f\r "
-# One attribute (HTML §13.2.5.32-39): a name, then maybe "=" and a value; a quoted value
-# runs to its closing quote or to the end of the page (an unterminated tag is dropped).
-# Possessive quantifiers: no backtracking, so the pass stays linear on any input.
-_ATTRIBUTE = (
-    rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
-    rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+"""
-)
 _TOKEN = (
     r"<!--(?:>|->|.*?--!?>|.*)"  # a comment (§13.2.5.43-52), or to the end of the page
     r"|<!\[CDATA\["  # CDATA: a section in SVG/MathML, a bogus comment in HTML
@@ -49,31 +44,6 @@ _TOKEN = (
 )
 _TOKEN_STR = re.compile(_TOKEN, re.DOTALL)
 _TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
-# The attribute text after a start or end tag's name (what _TOKEN's third group holds), ended
-# or not.
-_AREA = rf"</?[A-Za-z][^{_WS}/>]*+((?:[{_WS}]++|/(?!>)|{_ATTRIBUTE})*+)"
-_AREA_STR = re.compile(_AREA)
-_AREA_BYTES = re.compile(_AREA.encode())
-_NAME = rf"[{_WS}/]*+([^{_WS}/>][^{_WS}/=>]*+)" + _ATTRIBUTE[_ATTRIBUTE.index("(?:[") :]
-_NAME_STR = re.compile(_NAME)
-_NAME_BYTES = re.compile(_NAME.encode())
-
-
-def attributes_of(text: str | bytes, start: int) -> str | bytes:
-    """The attribute text of the tag whose ``<`` is at ``start``, to its end or the page's."""
-    pattern = _AREA_BYTES if isinstance(text, bytes) else _AREA_STR
-    match = pattern.match(text, start)  # type: ignore[arg-type]
-    return match.group(1) if match is not None else text[:0]
-
-
-def attribute_names(area: str | bytes) -> list[str] | list[bytes]:
-    """The attribute names in a tag's attribute text, as written, duplicates included.
-
-    >>> attribute_names(' a="x > y" b=1 c d=e/ f')
-    ['a', 'b', 'c', 'd', 'f']
-    """
-    pattern = _NAME_BYTES if isinstance(area, bytes) else _NAME_STR
-    return pattern.findall(area)  # type: ignore[arg-type]
 
 
 _VOID = _names(
