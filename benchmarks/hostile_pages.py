@@ -66,6 +66,23 @@ def _few_tags_many_names(size: int) -> str:
     return tags + "x" * max(0, size - len(tags))
 
 
+def _end_tag_names(size: int) -> str:
+    return "<p>x" + "".join(f"</x{i}>" for i in range(size // 8))
+
+
+def _under_the_bound(size: int) -> str:
+    """About the costliest stack a page may have and not be modelled (2,048 open spans, 6,100 end
+    tags walking them), then text."""
+    head = "<span>" * 2048 + "</x>" * 6100
+    return head + "x" * max(0, size - len(head))
+
+
+def _adoptions(size: int) -> str:
+    """700 distinct open ``<b>``, 700 ``<div>``, then ``</b>`` (each runs the adoption agency)."""
+    head = "".join(f"<b id={i}>" for i in range(700)) + "<div>" * 700
+    return head + _repeat("</b>", size - len(head))
+
+
 def _ages(size: int) -> str:
     k = size // 17
     return "<p>" + "5 1:00 " * k + "hours ago " * k + "</p>"
@@ -82,6 +99,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "65,536 distinct attribute names, then repeated": _many_names,
     "4,096 tags of 16 new attribute names": _few_tags_many_names,
     "distinct tag names": _tag_names,
+    "distinct end tag names": _end_tag_names,
+    "spans 2,048 deep under the unmodelled bound, then text": _under_the_bound,
+    "2,000 open spans, then </x> (end tags walking the stack)": lambda s: (
+        "<span>" * 2000 + _repeat("</x>", s - 12000)
+    ),
+    "misnested </b> (the adoption agency, repeated)": _adoptions,
     "nested relative ages": _ages,
     "U+FDFA (NFKC ×18)": lambda s: _repeat("\ufdfa", s),
     "U+FDFA, spaced": lambda s: _repeat("\ufdfa ", s),

@@ -24,17 +24,15 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 
 from changewatch.errors import PageTooComplexError
-from changewatch.fingerprint.nesting import (
-    _WS,
-    MAX_NESTING,
-    Model,
-    attribute_names,
-    attributes_of,
-)
+from changewatch.fingerprint.attributes import WS as _WS
+from changewatch.fingerprint.attributes import attribute_names, attributes_of
+from changewatch.fingerprint.nesting import MAX_NESTING, Model
 
 __all__ = [
+    "MAX_ADOPTIONS",
     "MAX_ATTRIBUTES",
     "MAX_NAMES",
     "MAX_NAMES_FEW_TAGS",
@@ -59,9 +57,10 @@ MAX_NAMES = 8192
 #: On pages of fewer ``<`` (whose tags are not all read), the limit on distinct attribute
 #: names: 16 a tag cannot pass it, so only tags of more are read to check it.
 MAX_NAMES_FEW_TAGS = 65536
-#: The stack walks a page may cost: past ``NESTING_WORK_PER_TAG`` levels per start tag on
-#: average (plus 16 Mi levels), the fallback reads it (4,000-deep blocks filling 10 MiB took
-#: 16 s). The shared corpus averages 21.8 at most.
+#: The stack walks a page may cost: past ``NESTING_WORK_PER_TAG`` levels per tag (start or
+#: end) on average (plus 16 Mi levels), the fallback reads it (4,000-deep blocks filling
+#: 10 MiB took 16 s; 2,000 open spans then ``</x>`` filling 10 MiB, 31 s). The shared corpus
+#: averages 22.0 at most.
 NESTING_WORK_PER_TAG = 256
 _NESTING_WORK_SLACK = 1 << 24
 #: Normalised text may be at most this many times as long as the visible text it comes
@@ -75,15 +74,50 @@ MAX_TEXT_CHARS = 10 * 1024 * 1024
 
 #: A tag of more than 16 attributes (found in C, by one regex search over the page).
 _SHORT = 16
-_LONG_TAG_PATTERN = (
-    rf"<[A-Za-z][^{_WS}/>]*+(?>(?:(?:[{_WS}]|/(?!>))*+"
-    rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
-    rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+){{{_SHORT + 1}}})"""
+#: The stack walks lexbor may cost on a page of ``c`` ``<`` and ``s`` start tags are at most
+#: ``(2c + 1) × (2s + 3)`` levels (see :func:`too_deep`); pages under the bound of a page of
+#: :data:`MAX_NESTING` ``<`` (which needs no model) need none either.
+_WORK_BOUND = (2 * MAX_NESTING + 1) * (2 * MAX_NESTING + 3)
+#: Runs of the adoption agency that move elements (see :class:`Model`) a page may cost: past
+#: them, the fallback reads it (1,024 on 2,000 open ``<b>`` and ``<div>``: 0.4 s to parse).
+#: A page of no more formatting end tags than this is not modelled for them; the shared
+#: corpus has at most 4,242 such end tags (few of them misnested).
+MAX_ADOPTIONS = 1024
+_DELIMITER = rf"[{_WS}/>]"
+_FORMATTING_END_PATTERN = (
+    "</(?:[abiusABIUS]|"
+    + "|".join(
+        "".join(f"[{c}{c.upper()}]" for c in name)
+        for name in ("big", "code", "em", "font", "nobr", "small", "strike", "strong", "tt")
+    )
+    + ")"
+    + _DELIMITER
 )
-_LONG_TAG: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
-    str: re.compile(_LONG_TAG_PATTERN),
-    bytes: re.compile(_LONG_TAG_PATTERN.encode()),
+_FORMATTING_END: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
+    str: re.compile(_FORMATTING_END_PATTERN),
+    bytes: re.compile(_FORMATTING_END_PATTERN.encode()),
 }
+_TAG_START: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
+    str: re.compile("<(/?)[A-Za-z]"),
+    bytes: re.compile(b"<(/?)[A-Za-z]"),
+}
+
+
+@lru_cache(maxsize=32)
+def _long_tag(short: int, kind: type, ends: bool = False) -> re.Pattern[str] | re.Pattern[bytes]:
+    """A start or end tag of more than ``short`` attributes, for ``str`` or ``bytes``; with
+    ``ends``, either an end tag of a formatting element that is not such a tag (group 1
+    empty), or such a tag (group 1), tried in that order (measured: the faster)."""
+    attributes = (
+        rf"(?>(?:(?:[{_WS}]|/(?!>))*+"
+        rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
+        rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+){{{short + 1}}})"""
+    )
+    tag = rf"/?[A-Za-z][^{_WS}/>]*+{attributes}"
+    if ends:  # one literal "<" first: the regex engine then skips from "<" to "<" in C
+        end = f"{_FORMATTING_END_PATTERN[1 : -len(_DELIMITER)]}(?={_DELIMITER})(?!{attributes})"
+        tag = f"(?:{end}|({tag}))"
+    return re.compile(f"<{tag}".encode() if kind is bytes else f"<{tag}")
 
 
 def too_deep(source: str | bytes, count: int) -> bool:
@@ -92,15 +126,25 @@ def too_deep(source: str | bytes, count: int) -> bool:
     Raises :class:`PageTooComplexError` for a page over :data:`MAX_ATTRIBUTES` or
     :data:`MAX_NAMES` (checked by :func:`check_names` too).
 
-    A page of at most :data:`MAX_NESTING` ``<`` has as many start tags at most, so its stack
-    (open elements, implied rows and sections, reconstructed formatting elements: at most
-    twice the start tags, and 3) costs lexbor a bounded time; the model runs on larger pages.
+    A page of ``s`` start tags has a stack (open elements, implied rows and sections,
+    reconstructed formatting elements) of at most ``2s + 3``, and lexbor walks it at most
+    once a token (its ``c`` ``<`` make at most ``2c + 1`` tokens, text runs included). A
+    page whose bound ``(2c + 1) × (2s + 3)`` is at most that of a page of
+    :data:`MAX_NESTING` ``<``, and whose tags (start and end, at most :data:`MAX_NAMES`)
+    cannot bring more names than :func:`check_names` allows, costs lexbor no more than such
+    a page: only its names are checked. The model reads every other page.
 
     >>> too_deep("<div></x>" * 5000, 10000), too_deep("<p>x</p>" * 5000, 10000)
     (True, False)
     """
-    if count <= MAX_NESTING:
-        check_names(source, count)
+    tags = count
+    bounded = count <= MAX_NESTING
+    if not bounded:
+        opened = _TAG_START[type(source)].findall(source)  # type: ignore[arg-type]
+        starts = opened.count(source[:0])  # an empty group: a start tag, else "/"
+        tags = len(opened)
+        bounded = (2 * count + 1) * (2 * starts + 3) <= _WORK_BOUND and tags <= MAX_NAMES
+    if bounded and _read_names(source, tags, ends=count > MAX_ADOPTIONS) <= MAX_ADOPTIONS:
         return False
     model = Model(
         MAX_NESTING,
@@ -108,21 +152,23 @@ def too_deep(source: str | bytes, count: int) -> bool:
         max_names=MAX_NAMES,
         work_per_push=NESTING_WORK_PER_TAG,
         work_slack=_NESTING_WORK_SLACK,
+        max_adoptions=MAX_ADOPTIONS,
     )
     model.run(source)
     return model.deepest > MAX_NESTING or model.too_costly
 
 
 def check_names(source: str | bytes, count: int) -> None:
-    """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count`` ``<``)
-    has more than :data:`MAX_ATTRIBUTES` attributes or the page more than
-    :data:`MAX_NAMES_FEW_TAGS` distinct attribute names, counted as the tokenizer reads them
-    (HTML §13.2.5.32-39).
+    """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count``
+    tags at most: its number of ``<`` will do) has more than :data:`MAX_ATTRIBUTES`
+    attributes or the page more than :data:`MAX_NAMES_FEW_TAGS` distinct attribute names,
+    counted as the tokenizer reads them (HTML §13.2.5.32-39).
 
-    Tags of more than 16 attributes are found by one regex search (which reads scripts and
-    comments as markup too: an over-count); the rest hold at most ``16 × count`` names. Only
-    when that bound passes a limit is the page read as the tokenizer reads it, every name
-    counted, and refused if it is over.
+    Tags (start or end) of more than ``k`` attributes are found by one regex search (which
+    reads scripts and comments as markup too: an over-count), ``k`` being 16 or, on a page
+    of more than 4,096 tags, as many as keeps ``k × count`` under the limit; the rest hold
+    at most ``k × count`` names. Only when that bound passes the limit is the page read as
+    the tokenizer reads it, every name counted, and refused if it is over.
 
     >>> check_names("<p " + "a=1 " * 256 + ">", 1)
     >>> check_names("<p " + "a=1 " * 257 + ">", 1)
@@ -130,17 +176,36 @@ def check_names(source: str | bytes, count: int) -> None:
     ...
     changewatch.errors.PageTooComplexError: an element has more than 256 attributes (257): ...
     """
-    pattern = _LONG_TAG[bytes if isinstance(source, bytes) else str]
+    _read_names(source, count, ends=False)
+
+
+def _read_names(source: str | bytes, count: int, *, ends: bool) -> int:
+    """:func:`check_names`; with ``ends``, the number of formatting elements' end tags in
+    ``source`` (wherever they stand: at least as many as the tokenizer reads), else 0. On a
+    page without long tags (the common case) both come from one regex search."""
+    kind = type(source)
+    short = min(_SHORT, MAX_NAMES_FEW_TAGS // max(count, 1))
+    if short >= 1 and ends:
+        found = _long_tag(short, kind, True).findall(source)  # type: ignore[arg-type]
+        formatting = found.count(source[:0])
+        if formatting == len(found) and short * count <= MAX_NAMES_FEW_TAGS:
+            return formatting  # no long tag (which could have hidden an end tag)
+    if short < 1 or not _long_names_fit(source, short, count):
+        Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
+    return len(_FORMATTING_END[kind].findall(source)) if ends else 0  # type: ignore[arg-type]
+
+
+def _long_names_fit(source: str | bytes, short: int, count: int) -> bool:
+    """Whether the tags of more than ``short`` attributes of ``source`` have no more than
+    :data:`MAX_ATTRIBUTES` each and, with ``short`` names for each of its other ``count``
+    tags at most, the page no more than :data:`MAX_NAMES_FEW_TAGS` distinct names."""
     long_names: set[str | bytes] = set()
-    for match in pattern.finditer(source):  # type: ignore[arg-type]
+    for match in _long_tag(short, type(source)).finditer(source):  # type: ignore[arg-type]
         names = attribute_names(attributes_of(source, match.start()))
         if len(names) > MAX_ATTRIBUTES:
-            break  # perhaps in a script: read as the tokenizer does
+            return False  # perhaps in a script: read as the tokenizer does
         long_names.update(name.lower() for name in names)
-    else:
-        if _SHORT * count + len(long_names) <= MAX_NAMES_FEW_TAGS:
-            return
-    Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
+    return short * count + len(long_names) <= MAX_NAMES_FEW_TAGS
 
 
 def normalise_bounded(

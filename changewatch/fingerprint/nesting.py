@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 
 from changewatch.errors import PageTooComplexError
+from changewatch.fingerprint.attributes import ATTRIBUTE as _ATTRIBUTE
+from changewatch.fingerprint.attributes import WS as _WS
+from changewatch.fingerprint.attributes import attribute_names, attributes_of
 from changewatch.fingerprint.rawtext import RAW_TEXT, raw_text_end, script_end
 
 __all__ = [
@@ -32,14 +35,6 @@ def _names(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WS = r"\t\n\f\r "
-# One attribute (HTML §13.2.5.32-39): a name, then maybe "=" and a value; a quoted value
-# runs to its closing quote or to the end of the page (an unterminated tag is dropped).
-# Possessive quantifiers: no backtracking, so the pass stays linear on any input.
-_ATTRIBUTE = (
-    rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
-    rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+"""
-)
 _TOKEN = (
     r"<!--(?:>|->|.*?--!?>|.*)"  # a comment (§13.2.5.43-52), or to the end of the page
     r"|<!\[CDATA\["  # CDATA: a section in SVG/MathML, a bogus comment in HTML
@@ -49,30 +44,6 @@ _TOKEN = (
 )
 _TOKEN_STR = re.compile(_TOKEN, re.DOTALL)
 _TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
-# The attribute text after a tag name (what _TOKEN's third group holds), ended or not.
-_AREA = rf"<[A-Za-z][^{_WS}/>]*+((?:[{_WS}]++|/(?!>)|{_ATTRIBUTE})*+)"
-_AREA_STR = re.compile(_AREA)
-_AREA_BYTES = re.compile(_AREA.encode())
-_NAME = rf"[{_WS}/]*+([^{_WS}/>][^{_WS}/=>]*+)" + _ATTRIBUTE[_ATTRIBUTE.index("(?:[") :]
-_NAME_STR = re.compile(_NAME)
-_NAME_BYTES = re.compile(_NAME.encode())
-
-
-def attributes_of(text: str | bytes, start: int) -> str | bytes:
-    """The attribute text of the tag whose ``<`` is at ``start``, to its end or the page's."""
-    pattern = _AREA_BYTES if isinstance(text, bytes) else _AREA_STR
-    match = pattern.match(text, start)  # type: ignore[arg-type]
-    return match.group(1) if match is not None else text[:0]
-
-
-def attribute_names(area: str | bytes) -> list[str] | list[bytes]:
-    """The attribute names in a tag's attribute text, as written, duplicates included.
-
-    >>> attribute_names(' a="x > y" b=1 c d=e/ f')
-    ['a', 'b', 'c', 'd', 'f']
-    """
-    pattern = _NAME_BYTES if isinstance(area, bytes) else _NAME_STR
-    return pattern.findall(area)  # type: ignore[arg-type]
 
 
 _VOID = _names(
@@ -165,12 +136,13 @@ class Model:
     (so every question the rules ask is answered in constant time).
 
     After :meth:`run`: ``deepest`` (the depth bound, past ``limit`` if the pass stopped
-    there), ``work`` (the sum of the depths at each start tag: what the parser's stack walks
-    cost; ``too_costly`` if the pass stopped on it), ``pushes``, ``tag_names`` (every start
-    tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
+    there), ``work`` (the sum of the depths at each start and end tag: what the parser's
+    stack walks cost; ``too_costly`` if the pass stopped on it), ``pushes`` (start tags),
+    ``ends`` (end tags), ``tag_names`` (every start
+    and end tag's name) and ``attribute_bytes`` (the length of all attribute text). A tag of more
     than ``max_attributes`` attributes raises :class:`PageTooComplexError`, and with
-    ``max_names``, so do more distinct attribute names (``attribute_names``; the most on one
-    tag in ``most_attributes``) or distinct tag names than that.
+    ``max_names``, so do more distinct attribute names (``attribute_names``) or distinct tag
+    names than that.
     """
 
     def __init__(
@@ -181,10 +153,17 @@ class Model:
         max_names: int | None = None,
         work_per_push: int = 1 << 62,
         work_slack: int = 0,
+        max_adoptions: int = 1 << 62,
     ) -> None:
         self.limit = limit
+        #: The pass stops (``too_costly``) past this many runs of the adoption agency that
+        #: move elements (an end tag of a formatting element with a special element opened
+        #: since): lexbor clones and moves nodes each time, at a cost growing with the runs
+        #: before (700 distinct ``<b>``, 700 ``<div>``, 2,690 ``</b>``: 3.2 s; 7,000: 152 s).
+        self.max_adoptions = max_adoptions
+        self.adoptions = 0
         #: The pass stops (``too_costly``) once ``work`` passes ``work_per_push`` levels per
-        #: start tag on average, plus ``work_slack``.
+        #: tag (start or end) on average, plus ``work_slack``.
         self.work_per_push = work_per_push
         self.work_slack = work_slack
         self.too_costly = False
@@ -192,7 +171,6 @@ class Model:
         #: When set, every tag's attributes are read and their distinct names counted.
         self.max_names = max_names
         self.attribute_names: set[str | bytes] = set()
-        self.most_attributes = 0
         self.stack: list[str] = []
         #: Per entry of ``stack``: the namespace of its content if SVG or MathML ("svg",
         #: "math"), else "".
@@ -209,54 +187,82 @@ class Model:
         self.deepest = 3
         self.work = 0
         self.pushes = 0
+        self.ends = 0
         self.tag_names: set[str] = set()
         self.attribute_bytes = 0
 
     def run(self, text: str | bytes) -> None:
         """Read ``text`` (stops early past ``limit``)."""
-        bytes_in = isinstance(text, bytes)
-        search = (_TOKEN_BYTES if bytes_in else _TOKEN_STR).search
-        long_area = 2 * self.max_attributes
+        pending: list[str | bytes] = []
+        self._read(text, pending)
+        self.count_names(pending)
+
+    def _read(self, text: str | bytes, pending: list[str | bytes]) -> None:
+        """:meth:`run`, but for the attribute texts of at most ``2 × max_attributes``
+        characters (no more than ``max_attributes`` attributes) left in ``pending``, whose
+        names :meth:`count_names` counts a batch at a time."""
+        search = (_TOKEN_BYTES if isinstance(text, bytes) else _TOKEN_STR).search
+        counting = self.max_names is not None
+        waiting = 0
+        lowered: dict[str | bytes, str] = {}
+        tag_names = self.tag_names
         pos = 0
         while True:
             match = search(text, pos)  # type: ignore[arg-type]
             if match is None:
                 return
             pos = match.end()
-            raw_name = match.group(2)
+            closing, raw_name, attributes, self_closing = match.groups()
             if raw_name is None:
                 pos = self.other(match, text, pos)  # type: ignore[arg-type]
                 if pos < 0:
                     return
                 continue
-            attributes = match.group(3)
-            self.attribute_bytes += len(attributes)
-            if self.max_names is not None:
-                self.count_names(attributes)
-            elif len(attributes) > long_area:
-                self.check_attributes(attributes)
-            name: str = raw_name.decode("latin-1").lower() if bytes_in else raw_name.lower()  # type: ignore[union-attr,assignment]
-            if match.group(1):
+            if attributes:
+                waiting = self._take(attributes, pending, waiting)
+            name: str = lowered.get(raw_name) or _lowered(raw_name, lowered)
+            tag_names.add(name)  # an end tag's name costs lexbor as a start tag's
+            if counting and len(tag_names) > self.max_names:  # type: ignore[operator]
+                raise PageTooComplexError("names", self.max_names, len(tag_names))  # type: ignore[arg-type]
+            if closing:  # lexbor walks the stack for it (to a special element at most)
+                self.work += len(self.stack) + self.formatting_open + self.unsure + 3
+                self.ends += 1
                 self.end(name)
+                if self.too_costly or (
+                    self.work > self.work_per_push * (self.pushes + self.ends) + self.work_slack
+                ):
+                    self.too_costly = True
+                    return
                 continue
-            self.tag_names.add(name)
-            if self.max_names is not None and len(self.tag_names) > self.max_names:
-                raise PageTooComplexError("names", self.max_names, len(self.tag_names))
             if name == "font" and self.foreign and self.foreign[-1]:
                 name = _font_in_foreign(attributes)
-            pos = self.start(name, bool(match.group(4)), text, pos)
+            pos = self.start(name, bool(self_closing), text, pos)
             if pos < 0:
                 return
             depth = len(self.stack) + self.formatting_open + self.unsure + 3
             self.work += depth
             self.pushes += 1
-            if self.work > self.work_per_push * self.pushes + self.work_slack:
+            if self.work > self.work_per_push * (self.pushes + self.ends) + self.work_slack:
                 self.too_costly = True
                 return
             if depth > self.deepest:
                 self.deepest = depth
                 if depth > self.limit:
                     return
+
+    def _take(self, attributes: str | bytes, pending: list[str | bytes], waiting: int) -> int:
+        """A tag's attribute text: a long one read now, else (counting names) left in
+        ``pending``, whose ``waiting`` characters are read once past :data:`_BATCH`."""
+        self.attribute_bytes += len(attributes)
+        if len(attributes) > 2 * self.max_attributes:
+            self.count_names([attributes])
+        elif self.max_names is not None:
+            pending.append(attributes)
+            waiting += len(attributes)
+            if waiting > _BATCH:
+                self.count_names(pending)
+                return 0
+        return waiting
 
     def other(self, match: re.Match[str], text: str | bytes, pos: int) -> int:
         """After a comment, doctype, bogus comment or CDATA token: where to read on (-1:
@@ -278,17 +284,25 @@ class Model:
             return -1
         return pos
 
-    def count_names(self, area: str | bytes) -> None:
-        """Read the attributes of one tag: refuse past ``max_attributes`` on it or
-        ``max_names`` distinct over the page (names ASCII case folded, as lexbor folds)."""
-        if not area:
+    def count_names(self, areas: list[str | bytes]) -> None:
+        """Read the attributes of tags (``areas``: their attribute texts, emptied): refuse
+        past ``max_attributes`` on one or ``max_names`` distinct over the page (names case
+        folded as ``str.lower`` folds them). Each text is whole (a tag's, to its ``>``), so
+        that the texts joined by a space read as each one alone."""
+        if not areas:
             return
-        names = attribute_names(area)
-        self.most_attributes = max(self.most_attributes, len(names))
-        if len(names) > self.max_attributes:
-            raise PageTooComplexError("attributes", self.max_attributes, len(names))
+        if len(areas) == 1:
+            names = attribute_names(areas[0])
+            if len(names) > self.max_attributes:
+                raise PageTooComplexError("attributes", self.max_attributes, len(names))
+            if self.max_names is not None:
+                self.attribute_names.update(name.lower() for name in names)
+        else:
+            space = b" " if isinstance(areas[0], bytes) else " "
+            joined: str | bytes = space.join(areas)  # type: ignore[arg-type]
+            self.attribute_names.update(attribute_names(joined.lower()))
+        areas.clear()
         seen = self.attribute_names
-        seen.update(name.lower() for name in names)
         if self.max_names is not None and len(seen) > self.max_names:
             raise PageTooComplexError("names", self.max_names, len(seen))
 
@@ -472,6 +486,10 @@ class Model:
                 self.pop_to(at)
                 self.formatting_at[at] -= 1
                 self.formatting_open -= 1
+            elif opened:  # lexbor's cost grows with each such run (see max_adoptions)
+                self.adoptions += 1
+                if self.adoptions > self.max_adoptions:
+                    self.too_costly = True
             return
         if not self.stack:
             return
@@ -513,6 +531,13 @@ class Model:
         return index
 
 
+def _lowered(raw: str | bytes, table: dict[str | bytes, str]) -> str:
+    """A tag name as the model compares it (lower case), remembered in ``table``."""
+    name = raw.decode("latin-1").lower() if isinstance(raw, bytes) else raw.lower()
+    table[raw] = name
+    return name
+
+
 def _font_in_foreign(area: str | bytes) -> str:
     """``font`` in SVG/MathML breaks out with a color, face or size attribute: its name as
     the model treats it ("font", a breakout, or "font " for a foreign element)."""
@@ -550,6 +575,8 @@ def _keys(name: str) -> tuple[str, ...]:
 _KEYS: dict[str, tuple[str, ...]] = {}
 
 
+#: The attribute texts :meth:`Model.count_names` reads at once (in characters, about).
+_BATCH = 1 << 16
 _CDATA = frozenset({"<![CDATA[", b"<![CDATA["})
 _SLASH = frozenset({"/", b"/"})
 _GT: dict[type, str | bytes] = {str: ">", bytes: b">"}

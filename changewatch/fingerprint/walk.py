@@ -78,6 +78,12 @@ def segment(
             if first is None:
                 if kind:
                     walk.leaf(node, kind)
+            elif first.next is None and first.tag_id == text_id and not (kind or marker):
+                text = first.text_content  # <span>text</span>: as if entered
+                if text and not text.isspace():
+                    buffer.append(text)
+                    if walk.links:
+                        walk.link_chars += len(text)
             elif kind == _LINK and not marker and first.next is None and first.tag_id == text_id:
                 walk.link_text(node, first)  # <a href=…>text</a>: no need to enter it
             elif (kind or marker) and not walk.open(node, kind, tag_id, marker):

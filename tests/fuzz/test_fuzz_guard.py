@@ -12,6 +12,7 @@ from selectolax.lexbor import LexborHTMLParser
 from changewatch import PageTooComplexError
 from changewatch.fingerprint import fingerprint, normalise, normalise_text
 from changewatch.fingerprint.guard import (
+    MAX_ADOPTIONS,
     MAX_ATTRIBUTES,
     MAX_NAMES,
     MAX_NAMES_FEW_TAGS,
@@ -194,3 +195,61 @@ def test_a_refused_page_is_named_by_the_url_it_was_fingerprinted_under() -> None
         fingerprint(html)
     assert anonymous.value.url is None
     assert "the page is refused" in str(anonymous.value)
+
+
+def test_end_tags_bring_names_too() -> None:
+    """lexbor keeps the names of end tags as of start tags (200,000 distinct ``</xN>``: 5.6 s
+    to parse, passed by the model when it counted start tags only), and reads an end tag's
+    attributes: both are counted."""
+    with pytest.raises(PageTooComplexError) as caught:
+        fingerprint("<p>x" + "".join(f"</x{i}>" for i in range(MAX_NAMES + 1)))
+    assert caught.value.limit_name == "names"
+    names = " ".join(f"a{i}" for i in range(MAX_ATTRIBUTES + 1))
+    for page in (f"<p>x</p {names}>", "<i></i>" * 5000 + f"<p>x</p {names}>"):
+        with pytest.raises(PageTooComplexError) as caught:
+            fingerprint(page)
+        assert caught.value.limit_name == "attributes"
+    with pytest.raises(PageTooComplexError) as caught:
+        check_names("<p>x</p " + " ".join(f"a{i}" for i in range(MAX_NAMES_FEW_TAGS + 1)), 3)
+    assert caught.value.limit_name in ("attributes", "names")
+
+
+def test_pages_under_the_work_bound_skip_the_model() -> None:
+    """A page of more than MAX_NESTING ``<`` but few start tags (half of them end tags, as
+    real pages are) is bounded without the model; its names are still checked, with a
+    lower per-tag threshold (more than 4,096 tags: tags of more than 12 attributes read)."""
+    page = "<span>x</span>" * 2500  # 5,000 "<", 2,500 start tags
+    assert not too_deep(page, page.count("<"))
+    spread = "".join(  # 30,000 names in small tags, 40,000 in large: 5,400 "<"
+        "<b " + " ".join(f"n{t}_{i}" for i in range(size)) + ">x</b>"
+        for t, size in enumerate([12] * 2500 + [200] * 200)
+    )
+    with pytest.raises(PageTooComplexError) as caught:
+        too_deep(spread, spread.count("<"))
+    assert caught.value.limit_name == "names"
+    deep = "<span>" * 2500 + "</x>" * 2500  # the same count, nesting 2,500 deep
+    assert not too_deep(deep, deep.count("<"))
+    assert too_deep("<span>" * 5000 + "</x>" * 5000, 10_000)  # over the bound: modelled
+
+
+def test_end_tags_walking_the_stack_take_the_fallback() -> None:
+    """An end tag that closes nothing walks lexbor's stack down to a special element: 2,000
+    open spans then 250,000 ``</x>`` took 2.9 s to parse (10 MiB of them: 31 s), though the
+    stack is shallow; end tags count as stack walks too, so the fallback reads the page."""
+    page = "<span>" * 2000 + "</x>" * 250_000
+    assert too_deep(page, page.count("<"))
+    assert normalise(page + "text") == "text"
+
+
+@pytest.mark.parametrize(("opened", "ends"), [(700, 2690), (500, 7000), (100, MAX_ADOPTIONS + 1)])
+def test_misnested_formatting_end_tags_take_the_fallback(opened: int, ends: int) -> None:
+    """Each end tag of a formatting element with a special element opened since runs the
+    adoption agency, which clones and moves nodes at a cost growing with the runs before
+    (700 distinct ``<b>``, 700 ``<div>`` and 2,690 ``</b>``, 4,090 ``<`` in all: 3.2 s to
+    parse; 7,000 ``</b>``: 152 s); past MAX_ADOPTIONS such runs the fallback reads the page,
+    on pages of few ``<`` too. Well nested formatting elements run none."""
+    page = "".join(f"<b id={i}>" for i in range(opened)) + "<div>" * opened + "</b>" * ends
+    assert too_deep(page, page.count("<"))
+    assert normalise(page + "text") == "text"
+    nested = "<div><b>x</b></div>" * 2500
+    assert not too_deep(nested, nested.count("<"))
