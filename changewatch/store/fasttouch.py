@@ -16,11 +16,24 @@ Driver errors are raised as SQLAlchemy's ``DBAPIError`` (so
 connection the dialect finds disconnected is invalidated, as SQLAlchemy would. An engine
 with ``before_cursor_execute``/``after_cursor_execute`` listeners (SQL logging, tracing) or
 ``echo`` keeps the SQLAlchemy path, so they still see every statement.
+
+The touch keeps connections of its own, each autocommitted for good (so no per-call
+toggling, no pool checkout, no reset-on-return rollback): taken from a list of idle ones and
+put back after the statement, so there are as many as touches have run at once, at most
+the engine's pool size (past that a touch borrows a pooled connection as before). They are
+made by the engine's pool (so its ``connect`` listeners run: SQLite's WAL and
+``synchronous`` pragmas, its busy timeout) and detached from it, and closed with the store;
+after a fork the child leaves its parent's alone and makes its own. SQLite keeps one cursor
+on each, with the statement cached by the driver; a SQLite database in memory (one
+connection shared by every thread) always borrows the pooled one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -28,6 +41,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from changewatch.store.memory import is_memory_url
 from changewatch.store.tables import to_unsigned64
 from changewatch.store.writes import FAST_TOUCH
 from changewatch.values import RawHit
@@ -82,6 +96,13 @@ class FastTouch:
             # RawCursor ($n placeholders, no conversion) is psycopg 3.2's; before it, none.
             self._raw_cursor = getattr(psycopg, "RawCursor", None)
         self._available = self._raw_cursor is not None or not self._postgres
+        # Connections of the touch's own (see the module docstring): all, and the idle ones.
+        self._own_connections = self._postgres or not is_memory_url(engine.url)
+        self._max_owned = max(1, getattr(engine.pool, "size", lambda: 1)())
+        self._owned: list[Any] = []  # pool fairies, detached
+        self._idle: list[tuple[Any, Any]] = []
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
 
     def usable(self) -> bool:
         """Whether the driver path may run: no statement listeners and no ``echo`` on the
@@ -114,21 +135,114 @@ class FastTouch:
         return out
 
     def run(self, params: list[Any]) -> RawHit | None:
-        """Run the touch on a pooled driver connection in autocommit; the stored
-        ``(content_sha256, simhash, version_count)`` if the row matched, else ``None``."""
+        """Run the touch autocommitted on a connection of its own (or a pooled one); the
+        stored ``(content_sha256, simhash, version_count)`` if the row matched, else
+        ``None``."""
+        if os.getpid() != self._pid:  # a forked child: the parent's connections are its own
+            self._pid, self._idle, self._owned = os.getpid(), [], []
+        try:
+            fairy, cursor = self._idle.pop()
+        except IndexError:
+            opened = self._open()
+            if opened is None:
+                return self._run_pooled(params)
+            fairy, cursor = opened
+        own = fairy, cursor
+        try:
+            row = self._execute_own(cursor, params)
+        except self._error as exc:
+            gone = self._engine.dialect.is_disconnect(exc, fairy.dbapi_connection, None)
+            if gone:
+                self._disconnected(fairy)
+            else:
+                self._idle.append(own)
+            raise self._wrap(exc, params, gone) from exc
+        self._idle.append(own)
+        return self._hit(row)
+
+    def close(self) -> None:
+        """Close the touch's own connections (the store's pool is the engine's to close)."""
+        owned, self._owned, self._idle = self._owned, [], []
+        if self._pid != os.getpid():
+            return  # a forked child's inherited connections are its parent's to close
+        for fairy in owned:
+            with contextlib.suppress(self._error):  # already broken: nothing to release
+                fairy.close()
+
+    def _open(self) -> tuple[Any, Any] | None:
+        """A new connection of the touch's own, or ``None`` (use a pooled one) for an
+        in-memory SQLite database or past the pool's size."""
+        with self._lock:
+            if not self._own_connections or len(self._owned) >= self._max_owned:
+                return None
+            fairy = self._engine.raw_connection()
+            self._owned.append(fairy)
+        try:
+            driver: Any = fairy.driver_connection
+            fairy.detach()  # closing it now closes the driver connection
+            if self._postgres:
+                driver.autocommit = True
+                cursor = self._raw_cursor(driver)
+            else:
+                driver.isolation_level = None  # sqlite3: autocommit
+                cursor = driver.cursor()
+        except BaseException:
+            self._discard(fairy)
+            raise
+        return fairy, cursor
+
+    def _disconnected(self, fairy: Any) -> None:
+        """The server dropped a connection: so it did, likely, every other one (a restart,
+        an administrator's kill). Drop them all, as SQLAlchemy's pool does on a disconnect,
+        so the next touch connects afresh instead of failing again on the next dead one."""
+        self._discard(fairy)
+        while self._idle:
+            try:
+                self._discard(self._idle.pop()[0])
+            except IndexError:  # another thread took the last one
+                break
+        self._engine.dispose()  # the pool's idle connections too (checked-out ones stay)
+
+    def _discard(self, fairy: Any) -> None:
+        with self._lock:
+            if fairy not in self._owned:
+                return  # closed by close() already
+            self._owned.remove(fairy)
+        with contextlib.suppress(self._error):  # broken already: nothing to release
+            fairy.close()
+
+    def _execute_own(self, cursor: Any, params: list[Any]) -> Any:
+        if self._postgres:
+            return cursor.execute(self.sql, params, prepare=True).fetchone()
+        rows = cursor.execute(self.sql, params).fetchall()  # to the end: the commit
+        return rows[0] if rows else None
+
+    def _run_pooled(self, params: list[Any]) -> RawHit | None:
         fairy = self._engine.raw_connection()
         try:
             row = self._execute(fairy.driver_connection, params)
         except self._error as exc:
-            dialect = self._engine.dialect
-            gone = dialect.is_disconnect(exc, fairy.dbapi_connection, None)
+            gone = self._engine.dialect.is_disconnect(exc, fairy.dbapi_connection, None)
             if gone:
                 fairy.invalidate(exc)
-            raise sa.exc.DBAPIError.instance(
-                self.sql, params, exc, self._error, connection_invalidated=gone, dialect=dialect
-            ) from exc
+            raise self._wrap(exc, params, gone) from exc
         finally:
             fairy.close()
+        return self._hit(row)
+
+    def _wrap(self, exc: Exception, params: list[Any], gone: bool) -> sa.exc.StatementError:
+        """A driver error as SQLAlchemy's ``DBAPIError``, for ``translate_errors``."""
+        return sa.exc.DBAPIError.instance(
+            self.sql,
+            params,
+            exc,
+            self._error,
+            connection_invalidated=gone,
+            dialect=self._engine.dialect,
+        )
+
+    @staticmethod
+    def _hit(row: Any) -> RawHit | None:
         if row is None:
             return None
         return RawHit(bytes(row[0]), to_unsigned64(row[1]), row[2])
