@@ -40,6 +40,7 @@ import tempfile
 import time
 from argparse import ArgumentParser, Namespace
 from collections.abc import Callable
+from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,6 +141,19 @@ def _sqlite_settings(conn: Any) -> str:
     return ", ".join(f"{n}={conn.execute(f'PRAGMA {n}').fetchone()[0]}" for n in names)
 
 
+def wal_frames_per_call(path: str, calls: Callable[[], int]) -> str:
+    """Pages the WAL of ``path`` gains per call of ``calls()`` (which returns how many it
+    made), from an emptied WAL; ``calls`` must stay under the autocheckpoint (1,000 pages)."""
+    with closing(sqlite3.connect(path)) as conn:
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    if busy:
+        return "n/a (the WAL could not be emptied)"
+    n = calls()
+    grown = max(0, os.path.getsize(f"{path}-wal") - 32)  # less the WAL header
+    return f"{grown / (page_size + 24) / n:.1f}"
+
+
 def sqlite_figures(items: list[tuple[str, bytes]], args: Namespace) -> tuple[dict[str, float], str]:
     with tempfile.TemporaryDirectory() as tmp:
         peer = sqlite3.connect(
@@ -159,6 +173,24 @@ def sqlite_figures(items: list[tuple[str, bytes]], args: Namespace) -> tuple[dic
                 ours = _sqlite_settings(conn.connection.driver_connection)
             settings = f"changewatch {ours}; peer {_sqlite_settings(peer)}"
             figures = run_cases("sqlite", cases(watch, items, upsert), len(items), args.repeats)
+            few = items[:100]
+
+            def ours_calls() -> int:
+                for url, html in few:
+                    watch.should_parse(url, html)
+                return len(few)
+
+            def peer_calls() -> int:
+                now = datetime.now(UTC)
+                for url, html in few:
+                    upsert(url_key(url), hashlib.sha256(html).digest(), now)
+                return len(few)
+
+            settings += (
+                f"\nsqlite: WAL pages written per call: changewatch "
+                f"{wal_frames_per_call(f'{tmp}/store.db', ours_calls)}, peer "
+                f"{wal_frames_per_call(f'{tmp}/bare.db', peer_calls)}"
+            )
         peer.close()
     return figures, settings
 

@@ -51,6 +51,7 @@ __all__ = ["FastTouch"]
 # The binds the caller gives; every other bind of FAST_TOUCH is a constant of the statement.
 _ARGUMENTS = ("digest", "raw", "fpv", "now", "etag", "lm")
 _NAMED = re.compile(r"%\((\w+)\)s")
+_QMARK = re.compile(r"\?")
 
 
 class FastTouch:
@@ -58,36 +59,47 @@ class FastTouch:
 
     def __init__(self, engine: Engine) -> None:
         dialect = engine.dialect
-        compiled = FAST_TOUCH.compile(dialect=dialect)
         self._engine = engine
         self._postgres = dialect.name == "postgresql"
+        compiled = FAST_TOUCH.compile(dialect=dialect)
+        # Every placeholder of the SQL, in order: the bind it stands for.
         if self._postgres:
-            order: dict[str, int] = {}
-
-            def number(match: re.Match[str]) -> str:
-                return f"${order.setdefault(match.group(1), len(order) + 1)}"
-
-            self.sql = _NAMED.sub(number, str(compiled))
-            names = list(order)
+            names = _NAMED.findall(str(compiled))
         else:
-            self.sql = str(compiled)
             names = list(compiled.positiontup or ())
-        # Each argument is processed once per call, then placed wherever the SQL names it
-        # (sqlite3's "?" repeats "now" at every use).
+        # One driver parameter per argument and per distinct constant (the statement has 84
+        # placeholders but 6 arguments and 11 constants): numbered placeholders name their
+        # parameter wherever it is used, so each is converted and bound once per call.
+        # Constants are told apart by type and repr (0.0 from -0.0, 1 from 1.0), so what
+        # is bound, and the type psycopg sends for it, is what each of its places had.
+        slots: dict[tuple[Any, ...], int] = {}
         self._processors: list[Callable[[Any], Any] | None] = [None] * len(_ARGUMENTS)
-        self._places: list[tuple[int, int]] = []  # (position, argument)
+        self._arg_slots = [0] * len(_ARGUMENTS)
         self._template: list[Any] = []
-        for position, name in enumerate(names):
+        order: list[int] = []  # the parameter of each placeholder
+        for name in names:
             bind = compiled.binds[name]
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)
             if name in _ARGUMENTS:
-                argument = _ARGUMENTS.index(name)
-                self._processors[argument] = process
-                self._places.append((position, argument))
-                self._template.append(None)
+                key: tuple[Any, ...] = ("argument", name)
+                value = None
             else:
                 value = bind.effective_value
-                self._template.append(process(value) if process is not None else value)
+                value = process(value) if process is not None else value
+                key = ("constant", type(value), repr(value))
+            if key not in slots:
+                slots[key] = len(self._template)
+                self._template.append(value)
+                if name in _ARGUMENTS:
+                    self._processors[_ARGUMENTS.index(name)] = process
+                    self._arg_slots[_ARGUMENTS.index(name)] = slots[key]
+            order.append(slots[key])
+        marks = iter(order)
+        prefix = "$" if self._postgres else "?"
+        placeholder = _NAMED if self._postgres else _QMARK
+        self.sql = placeholder.sub(lambda _m: f"{prefix}{next(marks) + 1}", str(compiled))
+        if next(marks, None) is not None or set(_ARGUMENTS) - set(names):
+            raise RuntimeError("FAST_TOUCH: placeholders and binds do not match")  # a bug
         self._error = engine.dialect.loaded_dbapi.Error
         self._raw_cursor: Any = None
         if self._postgres:
@@ -98,7 +110,8 @@ class FastTouch:
         self._available = self._raw_cursor is not None or not self._postgres
         # Connections of the touch's own (see the module docstring): all, and the idle ones.
         self._own_connections = self._postgres or not is_memory_url(engine.url)
-        self._max_owned = max(1, getattr(engine.pool, "size", lambda: 1)())
+        size = getattr(engine.pool, "size", None)  # QueuePool's; other pools: one
+        self._max_owned = max(1, size()) if callable(size) else 1
         self._owned: list[Any] = []  # pool fairies, detached
         self._idle: list[tuple[Any, Any]] = []
         self._pid = os.getpid()
@@ -123,15 +136,11 @@ class FastTouch:
         lm: str | None,
     ) -> list[Any]:
         """The statement's positional parameters, processed as SQLAlchemy would."""
-        given = [
-            value if process is None or value is None else process(value)
-            for value, process in zip(
-                (digest, raw, fpv, now, etag, lm), self._processors, strict=True
-            )
-        ]
         out = list(self._template)
-        for position, argument in self._places:
-            out[position] = given[argument]
+        slots, processors = self._arg_slots, self._processors
+        for i, value in enumerate((digest, raw, fpv, now, etag, lm)):
+            process = processors[i]
+            out[slots[i]] = value if process is None or value is None else process(value)
         return out
 
     def run(self, params: list[Any]) -> RawHit | None:
