@@ -5,27 +5,29 @@
 client than the round trip itself: an execution context per call, and on Postgres psycopg
 re-parsing the statement's placeholders every time (it caches that only for statements of
 under 4,096 characters; the change-rate arithmetic makes this one 5,000). So the statement
-is compiled once per engine into the driver's own SQL — ``$1 …`` for psycopg's
-``RawCursor``, which needs no placeholder conversion and is prepared on the server
-(``prepare=True``), ``?`` for sqlite3 — with the constant binds and the bind processors
-(UTC timestamps, SQLite's datetime text) resolved up front, and run on the pooled
-connection's driver connection, autocommitted for the one statement.
+is compiled once per engine into the driver's own SQL with numbered placeholders — ``$1 …``
+for psycopg's ``RawCursor``, which needs no placeholder conversion and is prepared on the
+server (``prepare=True``), ``?1 …`` for sqlite3 — one per argument and per distinct constant
+(15 parameters for the statement's 84 placeholders), with the constants and the bind
+processors (UTC timestamps, SQLite's datetime text) resolved up front.
+
+It runs on connections of the touch's own, each autocommitted for good (no pool checkout,
+no reset-on-return rollback, no autocommit toggling per call): taken from a list of idle
+ones and put back after the statement, so there are as many as touches have run at once,
+at most the engine's pool size (past that a touch borrows a pooled connection for the one
+statement). They are made by the engine's pool, so its ``connect`` listeners have run
+(SQLite's WAL and ``synchronous`` pragmas, its busy timeout), then detached from it; they
+are closed with the store, and after a fork the child leaves its parent's alone and makes
+its own. SQLite keeps one cursor on each, the statement cached by the driver. A SQLite
+database in memory (one connection that every thread shares) always borrows the pooled one.
 
 Driver errors are raised as SQLAlchemy's ``DBAPIError`` (so
-:func:`~changewatch.store.errors.translate_errors` treats them as any other) and a
-connection the dialect finds disconnected is invalidated, as SQLAlchemy would. An engine
-with ``before_cursor_execute``/``after_cursor_execute`` listeners (SQL logging, tracing) or
+:func:`~changewatch.store.errors.translate_errors` treats them as any other: a locked
+SQLite database is a retryable ``StoreError``). A connection the dialect finds disconnected
+is closed, with every idle one and the pool's (a server restart or an administrator's kill
+ends them all), so the next touch connects afresh. An engine with
+``before_cursor_execute``/``after_cursor_execute`` listeners (SQL logging, tracing) or
 ``echo`` keeps the SQLAlchemy path, so they still see every statement.
-
-The touch keeps connections of its own, each autocommitted for good (so no per-call
-toggling, no pool checkout, no reset-on-return rollback): taken from a list of idle ones and
-put back after the statement, so there are as many as touches have run at once, at most
-the engine's pool size (past that a touch borrows a pooled connection as before). They are
-made by the engine's pool (so its ``connect`` listeners run: SQLite's WAL and
-``synchronous`` pragmas, its busy timeout) and detached from it, and closed with the store;
-after a fork the child leaves its parent's alone and makes its own. SQLite keeps one cursor
-on each, with the statement cached by the driver; a SQLite database in memory (one
-connection shared by every thread) always borrows the pooled one.
 """
 
 from __future__ import annotations
@@ -62,44 +64,9 @@ class FastTouch:
         self._engine = engine
         self._postgres = dialect.name == "postgresql"
         compiled = FAST_TOUCH.compile(dialect=dialect)
-        # Every placeholder of the SQL, in order: the bind it stands for.
-        if self._postgres:
-            names = _NAMED.findall(str(compiled))
-        else:
-            names = list(compiled.positiontup or ())
-        # One driver parameter per argument and per distinct constant (the statement has 84
-        # placeholders but 6 arguments and 11 constants): numbered placeholders name their
-        # parameter wherever it is used, so each is converted and bound once per call.
-        # Constants are told apart by type and repr (0.0 from -0.0, 1 from 1.0), so what
-        # is bound, and the type psycopg sends for it, is what each of its places had.
-        slots: dict[tuple[Any, ...], int] = {}
-        self._processors: list[Callable[[Any], Any] | None] = [None] * len(_ARGUMENTS)
-        self._arg_slots = [0] * len(_ARGUMENTS)
-        self._template: list[Any] = []
-        order: list[int] = []  # the parameter of each placeholder
-        for name in names:
-            bind = compiled.binds[name]
-            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if name in _ARGUMENTS:
-                key: tuple[Any, ...] = ("argument", name)
-                value = None
-            else:
-                value = bind.effective_value
-                value = process(value) if process is not None else value
-                key = ("constant", type(value), repr(value))
-            if key not in slots:
-                slots[key] = len(self._template)
-                self._template.append(value)
-                if name in _ARGUMENTS:
-                    self._processors[_ARGUMENTS.index(name)] = process
-                    self._arg_slots[_ARGUMENTS.index(name)] = slots[key]
-            order.append(slots[key])
-        marks = iter(order)
-        prefix = "$" if self._postgres else "?"
-        placeholder = _NAMED if self._postgres else _QMARK
-        self.sql = placeholder.sub(lambda _m: f"{prefix}{next(marks) + 1}", str(compiled))
-        if next(marks, None) is not None or set(_ARGUMENTS) - set(names):
-            raise RuntimeError("FAST_TOUCH: placeholders and binds do not match")  # a bug
+        self.sql, self._template, self._processors, self._arg_slots = _numbered(
+            compiled, dialect, postgres=self._postgres
+        )
         self._error = engine.dialect.loaded_dbapi.Error
         self._raw_cursor: Any = None
         if self._postgres:
@@ -271,3 +238,46 @@ class FastTouch:
             return driver.execute(self.sql, params).fetchone()
         finally:
             driver.isolation_level = level
+
+
+def _numbered(
+    compiled: Any, dialect: Any, *, postgres: bool
+) -> tuple[str, list[Any], list[Callable[[Any], Any] | None], list[int]]:
+    """The compiled statement in the driver's numbered placeholders: its SQL, the parameter
+    template (constants in place, processed), each argument's bind processor and parameter.
+
+    One driver parameter per argument and per distinct constant (84 placeholders, but 6
+    arguments and 9 constants), so each is converted and bound once per call. Constants are
+    told apart by type and repr (0.0 from -0.0, 1 from 1.0), so what is bound, and the type
+    psycopg sends for it, is what each of its places had.
+    """
+    # Every placeholder of the SQL, in order: the bind it stands for.
+    names = _NAMED.findall(str(compiled)) if postgres else list(compiled.positiontup or ())
+    slots: dict[tuple[Any, ...], int] = {}
+    processors: list[Callable[[Any], Any] | None] = [None] * len(_ARGUMENTS)
+    arg_slots = [0] * len(_ARGUMENTS)
+    template: list[Any] = []
+    order: list[int] = []  # the parameter of each placeholder
+    for name in names:
+        bind = compiled.binds[name]
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if name in _ARGUMENTS:
+            key: tuple[Any, ...] = ("argument", name)
+            value = None
+        else:
+            value = bind.effective_value
+            value = process(value) if process is not None else value
+            key = ("constant", type(value), repr(value))
+        if key not in slots:
+            slots[key] = len(template)
+            template.append(value)
+            if name in _ARGUMENTS:
+                processors[_ARGUMENTS.index(name)] = process
+                arg_slots[_ARGUMENTS.index(name)] = slots[key]
+        order.append(slots[key])
+    marks = iter(order)
+    prefix, placeholder = ("$", _NAMED) if postgres else ("?", _QMARK)
+    sql = placeholder.sub(lambda _m: f"{prefix}{next(marks) + 1}", str(compiled))
+    if next(marks, None) is not None or set(_ARGUMENTS) - set(names):
+        raise RuntimeError("FAST_TOUCH: placeholders and binds do not match")  # a bug
+    return sql, template, processors, arg_slots
