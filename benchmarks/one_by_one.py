@@ -21,9 +21,15 @@ Three more rows say where the rest goes: "bare UPSERT" is the peer without its t
 "touch statement alone" is changewatch's statement with its arguments computed in advance
 (the server's share: the UPDATE also moves ``last_seen``, the rate and ``due_at``, so it
 rewrites the row's entries in the indexes on them — on Postgres, not being a HOT update,
-in every index of page_snapshots; on SQLite three pages a commit where the peer writes one,
-so WAL checkpoints, which fsync, come three times as often); "sha256(body) alone" is the
-hash both sides must pay.
+in every index of page_snapshots; on SQLite the row's page and its leaves in the two
+``due`` indexes, so several WAL pages a commit where the peer writes one, and the WAL's
+autocheckpoints, which fsync, come that much more often: both are printed, measured from an
+emptied WAL after the timed passes); "sha256(body) alone" is the hash both sides must pay.
+
+Is the peer fair? It pays what any dedupe keyed by page bytes must (the URL key, the body's
+hash, one durable-as-configured write a fetch) and nothing changewatch does beyond that:
+no canonicalisation, no answer read back, no schedule, no history. ``should_parse`` at 1×
+the peer would be free; the target of issue 17 is 0.8×.
 
     python benchmarks/one_by_one.py [--pages 40] [--copies 10] [--repeats 7] [--max-kib N]
         [--synchronous-commit server|on|off] [--no-postgres] [--pg-url ADMIN_URL] [--quick]
