@@ -292,5 +292,8 @@ class SnapshotStore:
             return noise_sql.reset_noise(conn, host)
 
     def close(self) -> None:
-        """Close every pooled connection."""
-        self.engine.dispose()
+        """Close every connection: the fast touch's own and the pooled ones."""
+        try:
+            self._fast_touch.close()
+        finally:
+            self.engine.dispose()
