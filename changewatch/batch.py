@@ -83,6 +83,9 @@ class Fetched:
     #: kept for learning more (``ChangeWatch(learn_noise=True)``, :mod:`changewatch.learning`).
     volatile_blocks: frozenset[bytes] = frozenset()
     with_blocks: bool = False
+    #: Text hashes and block keys learned as the host's template
+    #: (``ChangeWatch(learn_templates=True)``, :mod:`changewatch.learning`).
+    template_blocks: frozenset[bytes] = frozenset()
 
     def content(self) -> bytes:
         """The SHA-256 of the page's main content (parsing it once, on first need)."""
@@ -97,6 +100,7 @@ class Fetched:
                     self.policy,
                     host=url_host(self.url),
                     url=self.url,
+                    template_blocks=self.template_blocks,
                     volatile_blocks=self.volatile_blocks,
                     with_blocks=self.with_blocks,
                 )
