@@ -125,7 +125,9 @@ def _write_page(
             first_seen=now,
             last_seen=now,
         )
-        return bool(conn.execute(stmt.on_conflict_do_nothing()).rowcount)
+        # RETURNING, not rowcount: SQLAlchemy reports -1 for a single INSERT on psycopg.
+        taken = stmt.on_conflict_do_nothing().returning(_P.url_digest)
+        return conn.execute(taken).first() is not None
     update = (
         sa.update(host_template_pages)
         .where(
