@@ -23,7 +23,11 @@ __all__ = ["template_tables"]
 
 def template_tables(metadata: MetaData) -> tuple[Table, Table]:
     """``host_templates`` and ``host_template_pages`` on ``metadata``."""
-    templates = Table(
+    return _templates(metadata), _pages(metadata)
+
+
+def _templates(metadata: MetaData) -> Table:
+    return Table(
         "host_templates",
         metadata,
         Column("host", String(300), primary_key=True, comment="host[:port] of the pages"),
@@ -80,7 +84,10 @@ def template_tables(metadata: MetaData) -> tuple[Table, Table]:
         CheckConstraint("kind IN ('text', 'slot')", name="kind"),
         comment="Blocks learned as a host's template (changewatch templates list / reset).",
     )
-    pages = Table(
+
+
+def _pages(metadata: MetaData) -> Table:
+    return Table(
         "host_template_pages",
         metadata,
         Column("host", String(300), primary_key=True, comment="host[:port] of the page"),
@@ -114,4 +121,3 @@ def template_tables(metadata: MetaData) -> tuple[Table, Table]:
         comment="The pages of each host that template blocks are counted on (at most 100 "
         "per host; changewatch templates reset forgets them).",
     )
-    return templates, pages
