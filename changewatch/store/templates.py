@@ -10,13 +10,15 @@ those it gained. The page's row is written first, conditionally on what was read
 writer whose row write took adds to the counts, in the same transaction — so ``pages`` is
 always the number of sampled pages whose row holds the value, however many workers race.
 Counts change in one ``INSERT … ON CONFLICT DO UPDATE`` in value order (one lock order for
-concurrent writers); a value no sampled page holds any more is deleted. A value is learned,
+concurrent writers); a value no sampled page holds any more is deleted — but a learned slot
+only once another learned slot holds its key. A value is learned,
 with the time, the first time it stands on ``min_pages`` pages and ``min_share`` of the
 sample; it stays learned (until reset), so a share that drops as the sample grows never
 moves a block back and forth.
 
 Bounds per host: ``max_sample`` page rows (concurrent first writers can each add one page
-past it) and at most ``max_sample`` × the values per page of template rows.
+past it) and at most ``max_sample`` × the values per page of template rows held by a page,
+plus at most one learned slot per block key that no page holds any more.
 """
 
 from __future__ import annotations
@@ -189,13 +191,32 @@ def _apply(
     )
     conn.execute(stmt, rows)
     lost = sorted(value for value, delta in deltas.items() if delta < 0)
-    if lost:
+    keys = sorted({v.key for v in seen.values() if v.kind == "slot"})
+    if lost or keys:
+        other = host_templates.alias("other")
+        # A learned slot is its key's last hold on being template: kept at 0 pages until
+        # another learned slot holds the key (a promo changed twice before the new text
+        # stood on half of the pages must not make its place content again).
+        successor = sa.exists().where(
+            other.c.host == _T.host,
+            other.c.fingerprint_version == _T.fingerprint_version,
+            other.c.kind == "slot",
+            other.c.block_key == _T.block_key,
+            other.c.value != _T.value,
+            other.c.learned_at.is_not(None),
+        )
         conn.execute(
             sa.delete(host_templates).where(
                 _T.host == host,
                 _T.fingerprint_version == version,
-                _T.value.in_(lost),
                 _T.pages <= 0,
+                sa.or_(
+                    sa.and_(
+                        _T.value.in_(lost),
+                        sa.or_(_T.kind != "slot", _T.learned_at.is_(None), successor),
+                    ),
+                    sa.and_(_T.kind == "slot", _T.block_key.in_(keys), successor),
+                ),
             )
         )
 

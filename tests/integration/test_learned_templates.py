@@ -147,3 +147,54 @@ def test_rules_are_per_host_and_per_fingerprint_version(
     kinds = [watch.should_parse(other, _page(0, p)).kind for p in PROMOS]
     assert kinds == ["new", "changed", "changed"]  # one page: nothing learned there
     assert all(r["learned_at"] is None for r in watch.template_rules("other.example"))
+
+
+def test_fetched_one_by_one_each_page_changes_at_most_once(
+    make_watch: Callable[..., ChangeWatch],
+) -> None:
+    """Pages fetched one at a time, the promo changing every round: the template is learned
+    after the fifth page; the five pages stored before change once, then never again."""
+    watch = make_watch(learn_templates=True)
+    changes: Counter[str] = Counter()
+    for n, promo in enumerate(["Free shipping", *PROMOS, "Free assembly", "Spring sale"]):
+        for i, url in enumerate(URLS):
+            decision = watch.should_parse(url, _page(i, promo))
+            if n and decision.kind != "unchanged":
+                changes[url] += 1
+    assert sorted(changes.values()) == [1] * 5  # the pages decided before it was learned
+    assert set(changes) == set(URLS[:5])
+
+
+def test_a_learned_slot_keeps_its_place_while_no_new_text_is_learned(
+    make_watch: Callable[..., ChangeWatch],
+) -> None:
+    """The promo learned at its slot on 30 pages, then replaced by three texts on 10 pages
+    each (none on half of them): the old slot rule stays, so its place stays template."""
+    store = make_watch().store
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    key = b"k" * 8
+    pages = [bytes([i]) * 16 for i in range(30)]
+
+    def show(text: bytes) -> tuple[TemplateValue, ...]:
+        return (TemplateValue(text * 8, "slot", key, "html/body/div"),)
+
+    store.record_templates(
+        HOST, 4, [(p, show(b"a")) for p in pages], now, min_pages=5, min_share=0.5
+    )
+    assert store.learned_templates(HOST, 4) == {key}
+    moved = [(p, show(b"bcd"[i % 3 : i % 3 + 1])) for i, p in enumerate(pages)]
+    store.record_templates(HOST, 4, moved, now, min_pages=5, min_share=0.5)
+    rules = {
+        r["value"]: (r["pages"], r["learned_at"] is not None) for r in store.template_rules(HOST)
+    }
+    assert rules == {
+        b"a" * 8: (0, True),
+        b"b" * 8: (10, False),
+        b"c" * 8: (10, False),
+        b"d" * 8: (10, False),
+    }
+    assert store.learned_templates(HOST, 4) == {key}
+    store.record_templates(
+        HOST, 4, [(p, show(b"b")) for p in pages], now, min_pages=5, min_share=0.5
+    )
+    assert {r["value"] for r in store.template_rules(HOST)} == {b"b" * 8}  # succeeded
