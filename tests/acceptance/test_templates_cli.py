@@ -56,3 +56,24 @@ def test_templates_list_and_reset(run: Run, tmp_path: Path) -> None:
     missing = run("templates", "reset")
     assert missing.returncode == 2
     assert "--host" in missing.stderr
+
+
+def test_check_learns_templates_when_the_variable_says_so(run: Run, tmp_path: Path) -> None:
+    """`changewatch check` with CHANGEWATCH_LEARN_TEMPLATES=1 counts each page: after five
+    pages of a host the promo is learned; without the variable nothing is counted."""
+    for i in range(5):
+        (tmp_path / f"t{i}.html").write_text(_page(i), encoding="utf-8")
+        on = run(
+            "check", f"https://{HOST}/t/{i}", "--file", f"t{i}.html",
+            CHANGEWATCH_LEARN_TEMPLATES="1",
+        )  # fmt: skip
+        assert on.returncode == 0, on.stderr
+    learned = json.loads(run("templates", "list", "--learned", "--json").stdout)
+    assert sorted((r["kind"], r["pages"], r["sampled"]) for r in learned) == [
+        ("slot", 5, 5),
+        ("text", 5, 5),
+    ]
+    off = run("check", f"https://{HOST}/t/9", "--file", "t0.html")
+    assert off.returncode == 0, off.stderr
+    rules = json.loads(run("templates", "list", "--json").stdout)
+    assert {r["sampled"] for r in rules} == {5}
