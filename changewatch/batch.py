@@ -135,6 +135,11 @@ class Fetched:
             return None
         return self._parts.blocks
 
+    def main_marked(self) -> bool:
+        """Whether the parsed page has an explicit main marker (``main``, ``article``…);
+        ``False`` for a page not parsed."""
+        return self._parts is not None and self._parts.main_marked
+
     def legacy_content(self, version: int) -> bytes | None:
         """The content hash under version 2 or 3's rules (they hash the same text), or
         ``None`` for other versions and binary bodies."""

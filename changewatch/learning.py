@@ -181,13 +181,15 @@ class TemplateLearner:
 
     def observe(self, pages: Sequence[Fetched], now: datetime) -> None:
         """Count what the parsed ``pages`` show of their hosts' templates, writing only the
-        pages whose values differ from those last written for them."""
+        pages whose values differ from those last written for them. Pages with an explicit
+        main marker are not counted: templates never classify them, and a host's share is
+        of the pages they could classify."""
         shown: dict[str, list[tuple[bytes, tuple[TemplateValue, ...], bytes]]] = defaultdict(list)
         with self._lock:
             for page in pages:
                 blocks = page.blocks()
-                if blocks is None:
-                    continue
+                if blocks is None or page.main_marked():
+                    continue  # a marked page's blocks are classified without templates
                 values = template_values(blocks, page.template_blocks)
                 mark = _values_digest(values)
                 host = url_host(page.url)

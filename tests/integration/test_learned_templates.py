@@ -198,3 +198,24 @@ def test_a_learned_slot_keeps_its_place_while_no_new_text_is_learned(
         HOST, 4, [(p, show(b"b")) for p in pages], now, min_pages=5, min_share=0.5
     )
     assert {r["value"] for r in store.template_rules(HOST)} == {b"b" * 8}  # succeeded
+
+
+def test_pages_with_a_main_marker_are_not_sampled(make_watch: Callable[..., ChangeWatch]) -> None:
+    """20 pages of the host mark their <main> (templates never classify them), 10 do not:
+    only the 10 are sampled, so the promo on all of them is learned (10 of 10, not 10 of 30)
+    and the next promo change of the unmarked pages is a chrome change after one change."""
+    watch = make_watch(learn_templates=True)
+
+    def batch(promo: str) -> list[tuple[str, str]]:
+        return [(url, _page(i, promo, inside_main=i >= 10)) for i, url in enumerate(URLS)]
+
+    watch.should_parse_many(batch(PROMOS[0]))
+    learned = [r for r in watch.template_rules(HOST) if r["learned_at"] is not None]
+    assert sorted((r["kind"], r["pages"], r["sampled"]) for r in learned) == [
+        ("slot", 10, 10),
+        ("text", 10, 10),
+    ]
+    watch.should_parse_many(batch(PROMOS[1]))
+    last = watch.should_parse_many(batch(PROMOS[2]))
+    assert [(d.kind, d.chrome_changed) for d in last[:10]] == [("unchanged", True)] * 10
+    assert all(d.kind == "changed" for d in last[10:])  # inside <main>: content
