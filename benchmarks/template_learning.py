@@ -69,7 +69,7 @@ def main() -> None:
         watches = {}
         for learn in (False, True):
             if args.postgres:
-                url = stack.enter_context(scratch_database(args.postgres, "bench_templates"))
+                url = stack.enter_context(scratch_database(args.postgres, "h_templates_bench"))
             else:
                 folder = stack.enter_context(tempfile.TemporaryDirectory())
                 url = f"sqlite:///{folder}/cw.db"

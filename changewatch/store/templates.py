@@ -81,17 +81,22 @@ def record_templates(
         )
     }
     size = conn.execute(sa.select(sa.func.count()).where(host_rows)).scalar_one()
+    blobs = {digest: b"".join(v.value for v in values) for digest, values in latest.items()}
+    # Phase 1, the new pages in one statement; phase 2, the changed ones: one lock order.
+    fresh = [d for d in sorted(latest) if d not in stored][: max(max_sample - size, 0)]
+    taken = _insert_pages(conn, host, version, fresh, blobs, latest, now)
+    size += len(taken)
     deltas: Counter[bytes] = Counter()
     seen: dict[bytes, TemplateValue] = {}
-    for digest in sorted(latest):  # one lock order for concurrent writers
-        values = latest[digest]
-        blob = b"".join(v.value for v in values)
-        old = stored.get(digest)
-        if old == blob or (old is None and size >= max_sample):
-            continue
-        if not _write_page(conn, host, version, digest, old, blob, len(values), now):
-            continue  # another worker wrote this page's row first: it counted
-        size += old is None
+    for digest in sorted(latest):
+        values, blob, old = latest[digest], blobs[digest], stored.get(digest)
+        if old is None and digest not in taken:
+            continue  # the sample is full, or another worker wrote this page first
+        if old is not None and (
+            old == blob
+            or not _update_page(conn, host, version, digest, old, blob, len(values), now)
+        ):
+            continue  # unchanged, or another worker changed this page's row first
         before = _split(old) if old else set()
         for value in values:
             seen.setdefault(value.value, value)
@@ -105,31 +110,47 @@ def record_templates(
     return True
 
 
-def _write_page(
+def _insert_pages(
+    conn: Connection,
+    host: str,
+    version: int,
+    digests: list[bytes],
+    blobs: dict[bytes, bytes],
+    latest: dict[bytes, tuple[TemplateValue, ...]],
+    now: datetime,
+) -> set[bytes]:
+    """Insert the rows of ``digests`` (sorted) where absent; the digests whose row this
+    statement wrote (RETURNING: SQLAlchemy's rowcount is -1 for an INSERT on psycopg)."""
+    if not digests:
+        return set()
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    rows = [
+        {
+            "host": host,
+            "fingerprint_version": version,
+            "url_digest": digest,
+            "template_values": blobs[digest],
+            "value_count": len(latest[digest]),
+            "first_seen": now,
+            "last_seen": now,
+        }
+        for digest in digests
+    ]
+    stmt = insert(host_template_pages).values(rows).on_conflict_do_nothing()
+    return {bytes(d) for d in conn.execute(stmt.returning(_P.url_digest)).scalars()}
+
+
+def _update_page(
     conn: Connection,
     host: str,
     version: int,
     digest: bytes,
-    old: bytes | None,
+    old: bytes,
     blob: bytes,
     count: int,
     now: datetime,
 ) -> bool:
-    """Insert the page's row (``old`` is ``None``) or update it from ``old``; whether it took."""
-    if old is None:
-        insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-        stmt = insert(host_template_pages).values(
-            host=host,
-            fingerprint_version=version,
-            url_digest=digest,
-            template_values=blob,
-            value_count=count,
-            first_seen=now,
-            last_seen=now,
-        )
-        # RETURNING, not rowcount: SQLAlchemy reports -1 for a single INSERT on psycopg.
-        taken = stmt.on_conflict_do_nothing().returning(_P.url_digest)
-        return conn.execute(taken).first() is not None
+    """Move the page's row from ``old`` to ``blob`` if it still holds ``old``; whether it did."""
     update = (
         sa.update(host_template_pages)
         .where(
