@@ -20,7 +20,8 @@ many distinct pages each short block stands (:mod:`changewatch.fingerprint.templ
 ``host_templates`` and ``host_template_pages``); a block on enough of them is the host's
 template, and later fingerprints of the host's pages classify it as chrome
 (``template_blocks``): its change is a chrome change. Only what a page shows anew is written
-(its last values are remembered per page, bounded like the blocks above).
+(its last values are remembered per page, bounded like the blocks above). A host's rules are
+read again every minute, so what other workers learned, or a reset, reaches every worker.
 ``changewatch templates list`` / ``reset`` read and forget them.
 """
 
@@ -50,7 +51,7 @@ from changewatch.fingerprint.templates import (
 from changewatch.store import StorePort, WriteConflict
 from changewatch.urls import url_host
 
-__all__ = ["DEFAULT_NOISE_PAGES", "NoiseLearner", "TemplateLearner"]
+__all__ = ["DEFAULT_NOISE_PAGES", "DEFAULT_TEMPLATE_REFRESH_S", "NoiseLearner", "TemplateLearner"]
 
 log = logging.getLogger("changewatch")
 
@@ -140,6 +141,10 @@ def _cached(
     return rules
 
 
+#: Seconds a host's template rules are used before they are read again: what other workers
+#: learned (or a reset) reaches this one within that time.
+DEFAULT_TEMPLATE_REFRESH_S = 60.0
+
 #: Attempts of one host's template counts against concurrent writers before they wait for
 #: the page's next fetch (nothing is remembered as written, so it is counted then).
 _TEMPLATE_ATTEMPTS = 3
@@ -157,6 +162,7 @@ class TemplateLearner:
         min_pages: int = DEFAULT_MIN_TEMPLATE_PAGES,
         min_share: float = DEFAULT_MIN_TEMPLATE_SHARE,
         max_pages: int = DEFAULT_NOISE_PAGES,
+        refresh_s: float = DEFAULT_TEMPLATE_REFRESH_S,
     ) -> None:
         if isinstance(min_pages, bool) or not isinstance(min_pages, int):
             raise ConfigError(f"min_pages must be an integer, got {min_pages!r}")
@@ -169,15 +175,25 @@ class TemplateLearner:
         self.min_pages = min_pages
         self.min_share = min_share
         self.max_pages = max_pages
+        self.refresh_s = refresh_s
         # Per page: its host and a digest of the values last written for it.
         self._written: OrderedDict[bytes, tuple[str, bytes]] = OrderedDict()
-        self._rules: dict[str, frozenset[bytes]] = {}
+        self._rules: dict[str, tuple[frozenset[bytes], datetime]] = {}
         self._lock = threading.Lock()
 
-    def template_blocks(self, url: str) -> frozenset[bytes]:
+    def template_blocks(self, url: str, now: datetime) -> frozenset[bytes]:
         """The text hashes and block keys learned as the template of the canonical
-        ``url``'s host."""
-        return _cached(self._rules, self._lock, url_host(url), self.store.learned_templates)
+        ``url``'s host: read from the store when not read in the last
+        :data:`DEFAULT_TEMPLATE_REFRESH_S` seconds, or after this learner changed its counts."""
+        host = url_host(url)
+        with self._lock:
+            cached = self._rules.get(host)
+        if cached is not None and 0 <= (now - cached[1]).total_seconds() < self.refresh_s:
+            return cached[0]
+        rules = self.store.learned_templates(host, FINGERPRINT_VERSION)
+        with self._lock:
+            self._rules[host] = (rules, now)
+        return rules
 
     def observe(self, pages: Sequence[Fetched], now: datetime) -> None:
         """Count what the parsed ``pages`` show of their hosts' templates, writing only the

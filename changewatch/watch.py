@@ -538,7 +538,7 @@ class ChangeWatch:
             page.volatile_blocks = self.noise.volatile_blocks(page.url)
             page.with_blocks = True
         if self.templates is not None:
-            page.template_blocks = self.templates.template_blocks(page.url)
+            page.template_blocks = self.templates.template_blocks(page.url, self._clock())
             page.with_blocks = True
         return page
 

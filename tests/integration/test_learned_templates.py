@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
@@ -16,6 +17,9 @@ from changewatch.fingerprint import FINGERPRINT_VERSION
 from changewatch.fingerprint.templates import DEFAULT_MAX_TEMPLATE_VALUES, TemplateValue
 from changewatch.store.tables import host_template_pages, host_templates
 from changewatch.store.templates import DEFAULT_TEMPLATE_SAMPLE_PAGES
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 HOST = "shop.example"
 URLS = [f"https://{HOST}/tables/{i}" for i in range(30)]
@@ -219,3 +223,21 @@ def test_pages_with_a_main_marker_are_not_sampled(make_watch: Callable[..., Chan
     last = watch.should_parse_many(batch(PROMOS[2]))
     assert [(d.kind, d.chrome_changed) for d in last[:10]] == [("unchanged", True)] * 10
     assert all(d.kind == "changed" for d in last[10:])  # inside <main>: content
+
+
+def test_what_another_worker_learned_reaches_this_one_within_a_minute(
+    make_watch: Callable[..., ChangeWatch], clock: Clock
+) -> None:
+    """Worker B read the host's (empty) template before worker A learned it, and writes
+    nothing that would make it read again (its pages are past the sample, or A counted them
+    first): B reads the rules again once they are a minute old."""
+    a, b = make_watch(learn_templates=True), make_watch(learn_templates=True)
+    assert b.templates is not None
+    assert b.templates.template_blocks(URLS[0], clock()) == frozenset()
+    _round(a, PROMOS[0])
+    learned = a.store.learned_templates(HOST, FINGERPRINT_VERSION)
+    assert len(learned) == 2  # the promo's text hash and its slot's key
+    assert b.templates.template_blocks(URLS[0], clock.advance(59)) == frozenset()
+    assert b.templates.template_blocks(URLS[0], clock.advance(2)) == learned
+    page = b.should_parse(URLS[0], _page(0, PROMOS[1]))
+    assert (page.kind, page.chrome_changed) == ("changed", True)  # once: stored with promo
