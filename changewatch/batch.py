@@ -83,6 +83,9 @@ class Fetched:
     #: kept for learning more (``ChangeWatch(learn_noise=True)``, :mod:`changewatch.learning`).
     volatile_blocks: frozenset[bytes] = frozenset()
     with_blocks: bool = False
+    #: Text hashes and block keys learned as the host's template
+    #: (``ChangeWatch(learn_templates=True)``, :mod:`changewatch.learning`).
+    template_blocks: frozenset[bytes] = frozenset()
 
     def content(self) -> bytes:
         """The SHA-256 of the page's main content (parsing it once, on first need)."""
@@ -97,6 +100,7 @@ class Fetched:
                     self.policy,
                     host=url_host(self.url),
                     url=self.url,
+                    template_blocks=self.template_blocks,
                     volatile_blocks=self.volatile_blocks,
                     with_blocks=self.with_blocks,
                 )
@@ -135,6 +139,11 @@ class Fetched:
         if not self.with_blocks or self._parts is None:
             return None
         return self._parts.blocks
+
+    def main_marked(self) -> bool:
+        """Whether the parsed page has an explicit main marker (``main``, ``article``…);
+        ``False`` for a page not parsed."""
+        return self._parts is not None and self._parts.main_marked
 
     def legacy_content(self, version: int) -> bytes | None:
         """The content hash under version 2 or 3's rules (they hash the same text), or

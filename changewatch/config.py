@@ -31,6 +31,10 @@
 ``CHANGEWATCH_LEARN_NOISE``
     learn each host's noisy blocks and leave them out of the hashes
     (``ChangeWatch(learn_noise=True)``, table ``host_noise``): a boolean as above; default off
+``CHANGEWATCH_LEARN_TEMPLATES``
+    learn each host's template blocks (short blocks on many of its pages) and classify them
+    as chrome (``ChangeWatch(learn_templates=True)``, table ``host_templates``): a boolean as
+    above; default off
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ class Settings:
     store_text: bool = False
     flip_window: int = DEFAULT_FLIP_WINDOW
     learn_noise: bool = False
+    learn_templates: bool = False
 
     def __post_init__(self) -> None:
         check_settings(self.minor_distance, self.max_page_bytes, self.url_policy)
@@ -130,6 +135,7 @@ def watch_arguments(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         "store_text": settings.store_text,
         "flip_window": settings.flip_window,
         "learn_noise": settings.learn_noise,
+        "learn_templates": settings.learn_templates,
     }
 
 
@@ -156,6 +162,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         store_text=_bool(env, "CHANGEWATCH_STORE_TEXT", False),
         flip_window=_int(env, "CHANGEWATCH_FLIP_WINDOW", DEFAULT_FLIP_WINDOW),
         learn_noise=_bool(env, "CHANGEWATCH_LEARN_NOISE", False),
+        learn_templates=_bool(env, "CHANGEWATCH_LEARN_TEMPLATES", False),
     )
 
 

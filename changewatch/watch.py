@@ -49,7 +49,7 @@ from changewatch.fingerprint import (
     FINGERPRINT_VERSION,
     FingerprintPolicy,
 )
-from changewatch.learning import NoiseLearner
+from changewatch.learning import NoiseLearner, TemplateLearner
 from changewatch.observe import (
     NULL_OBSERVER,
     Observer,
@@ -122,7 +122,11 @@ class ChangeWatch:
     the pages' prose does not (counters, rotating lists, banners that come and go) and leaves
     them out of the hashes once learned (:mod:`changewatch.learning`; never prose, never the
     explicit main content). The rules are in the ``host_noise`` table: :meth:`noise_rules`,
-    :meth:`reset_noise`, ``changewatch noise list|reset``.
+    :meth:`reset_noise`, ``changewatch noise list|reset``. ``learn_templates=True`` learns,
+    per host, the short blocks that stand on many of its pages (a shared promo line) and
+    classifies them as chrome: their change is a chrome change (never prose, never the
+    explicit main content; tables ``host_templates``, :meth:`template_rules`,
+    :meth:`reset_templates`, ``changewatch templates list|reset``).
     ``observer`` (:class:`~changewatch.observe.Observer`) is told every decision, every
     ``mark_seen`` and every store or seen-set failure (:mod:`changewatch.metrics` turns that
     into Prometheus metrics); decisions are also logged, one DEBUG line each.
@@ -149,6 +153,7 @@ class ChangeWatch:
         store_text: bool = False,
         observer: Observer | None = None,
         learn_noise: bool = False,
+        learn_templates: bool = False,
     ) -> None:
         check_settings(minor_distance, max_page_bytes, url_policy)
         if isinstance(flip_window, bool) or not isinstance(flip_window, int) or flip_window < 0:
@@ -176,6 +181,7 @@ class ChangeWatch:
         self.canon_version = canon_version(canon_policy)
         self._check_canon_version(allow_mixed_canon, close=store is None)
         self.noise = NoiseLearner(self._store) if learn_noise else None
+        self.templates = TemplateLearner(self._store) if learn_templates else None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> ChangeWatch:
@@ -438,6 +444,17 @@ class ChangeWatch:
             self.noise.forget(host)
         return removed
 
+    def template_rules(self, host: str | None = None) -> list[dict[str, Any]]:
+        """The rows of ``host_templates`` (of one host), learned first, with ``sampled``."""
+        return self._store.template_rules(host)
+
+    def reset_templates(self, host: str) -> int:
+        """Forget the template of ``host`` (its rules and sampled pages); the rules forgotten."""
+        removed = self._store.reset_templates(host)
+        if self.templates is not None:
+            self.templates.forget(host)
+        return removed
+
     def close(self) -> None:
         """Persist the seen-set and release every connection."""
         try:
@@ -520,6 +537,9 @@ class ChangeWatch:
         if self.noise is not None:
             page.volatile_blocks = self.noise.volatile_blocks(page.url)
             page.with_blocks = True
+        if self.templates is not None:
+            page.template_blocks = self.templates.template_blocks(page.url, self._clock())
+            page.with_blocks = True
         return page
 
     def _decide_batch(self, pages: Sequence[Fetched]) -> list[Decision]:
@@ -535,6 +555,8 @@ class ChangeWatch:
         decisions = decide_batch(self._store, pages, rules, self._clock, unseen)
         if self.noise is not None:
             self.noise.observe(pages, self._clock())
+        if self.templates is not None:
+            self.templates.observe(pages, self._clock())
         return decisions
 
     def _unseen(self, pages: Sequence[Fetched]) -> set[bytes]:

@@ -9,7 +9,8 @@ error. Passwords in database URLs are never printed.
 One module per command family: :mod:`~changewatch.cli.db` (schema), :mod:`~changewatch.cli.
 pages` (check, conditional, history, diff), :mod:`~changewatch.cli.store` (stats, prune,
 due), :mod:`~changewatch.cli.demo`, :mod:`~changewatch.cli.reconcile`,
-:mod:`~changewatch.cli.metrics`, :mod:`~changewatch.cli.noise` (learned noise);
+:mod:`~changewatch.cli.metrics`, :mod:`~changewatch.cli.noise` (learned noise),
+:mod:`~changewatch.cli.templates` (learned templates);
 :mod:`~changewatch.cli.common` holds what they share.
 """
 
@@ -28,6 +29,7 @@ from changewatch.cli.noise import noise
 from changewatch.cli.pages import check, conditional, diff, history
 from changewatch.cli.reconcile import reconcile_command
 from changewatch.cli.store import due, prune, stats
+from changewatch.cli.templates import templates
 from changewatch.config import (
     DEFAULT_DATABASE_URL,
     DEFAULT_SEEN_URL,
@@ -146,6 +148,19 @@ def main(
     configure_logging(log_format or logs.format, (log_level or logs.level).upper())
 
 
-for _command in (db, check, conditional, history, diff, stats, prune, due, demo, metrics, noise):
+for _command in (
+    db,
+    check,
+    conditional,
+    history,
+    diff,
+    stats,
+    prune,
+    due,
+    demo,
+    metrics,
+    noise,
+    templates,
+):
     main.add_command(_command)
 main.add_command(reconcile_command)

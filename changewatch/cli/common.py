@@ -92,6 +92,7 @@ class Options:
             fingerprint_policy=s.fingerprint_policy,
             seen_on_error=s.seen_on_error,
             learn_noise=s.learn_noise,
+            learn_templates=s.learn_templates,
         )
 
 

@@ -42,6 +42,7 @@ bodies), :mod:`~changewatch.fingerprint.policy` (what is noise, per host),
 :mod:`~changewatch.fingerprint.text` (the normalised texts),
 :mod:`~changewatch.fingerprint.volatile` (clocks and ages),
 :mod:`~changewatch.fingerprint.noise` (learning a host's noise from its re-fetches),
+:mod:`~changewatch.fingerprint.templates` (what a page shows of its host's template),
 ``simhash64`` (the SimHash), ``records``, ``legacy`` and
 :mod:`~changewatch.fingerprint.page` (the fingerprint of a page).
 """

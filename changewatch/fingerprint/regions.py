@@ -19,8 +19,9 @@ How a block (:mod:`~changewatch.fingerprint.blocks`) is classified, first rule t
    content;
 5. with an explicit main marker on the page, any other block (short, or mostly links) is
    **chrome**; without one, a block mostly made of links is chrome, or one whose text hash
-   the caller says stands on many of the host's pages (``template_blocks``), and every other
-   block is **main**.
+   or key (:attr:`Block.key`) the caller says stands on many of the host's pages
+   (``template_blocks``, :mod:`~changewatch.fingerprint.templates`), and every other block
+   is **main**.
 
 Without an explicit main marker, where no main region can be told apart, all visible text is
 content: if a landmark holds prose while the main blocks hold less than a quarter of the
@@ -148,8 +149,9 @@ def classify(
     ``pieces``: each segment's normalised text (label stamps removed).
     """
     marked = policy_main or any(s.mark == MAIN for s in segments)
+    template = _templates(segments, pieces, template_blocks) if template_blocks else None
     out: list[bool] = []
-    for seg, text in zip(segments, pieces, strict=True):
+    for i, (seg, text) in enumerate(zip(segments, pieces, strict=True)):
         if seg.path.endswith("/title"):
             out.append(True)
         elif seg.mark == MAIN:
@@ -160,16 +162,30 @@ def classify(
             out.append(False)
         elif _is_prose(text, seg.link_chars):
             out.append(True)
-        elif (
-            marked
-            or 2 * seg.link_chars > len(text)
-            or (template_blocks and _hash8(text) in template_blocks)
-        ):
+        elif marked or 2 * seg.link_chars > len(text) or (template is not None and template[i]):
             out.append(False)
         else:
             out.append(True)
     if not marked and segments:
         return _trust_check(segments, pieces, out)
+    return out
+
+
+def _templates(
+    segments: list[Segment], pieces: list[str], template_blocks: Collection[bytes]
+) -> list[bool]:
+    """Whether each segment's text hash, or its key (path and ordinal, as
+    :func:`split_regions` computes :attr:`Block.key`), is in ``template_blocks``."""
+    ordinals: dict[str, int] = {}
+    out = []
+    for seg, text in zip(segments, pieces, strict=True):
+        if not text:
+            out.append(False)
+            continue
+        ordinal = ordinals.get(seg.path, 0)
+        ordinals[seg.path] = ordinal + 1
+        key = _hash8(f"{seg.path}#{ordinal}")
+        out.append(key in template_blocks or _hash8(text) in template_blocks)
     return out
 
 

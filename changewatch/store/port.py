@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from changewatch.fingerprint import NoiseRule
+from changewatch.fingerprint.templates import TemplateValue
 from changewatch.schedule import DuePage
 from changewatch.values import (
     Change,
@@ -164,6 +165,33 @@ class StorePort(Protocol):
 
     def reset_noise(self, host: str) -> int:
         """Forget a host's noise rules; how many there were."""
+        ...
+
+    def learned_templates(self, host: str, version: int) -> frozenset[bytes]:
+        """The text hashes and block keys learned as a host's template (``template_blocks``)."""
+        ...
+
+    def record_templates(
+        self,
+        host: str,
+        version: int,
+        pages: Sequence[tuple[bytes, Sequence[TemplateValue]]],
+        now: datetime,
+        *,
+        min_pages: int,
+        min_share: float,
+    ) -> bool:
+        """Count what some of a host's pages show of its template; whether a count changed."""
+        ...
+
+    def template_rules(
+        self, host: str | None = None, *, learned_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """The template rules (of one host), as rows of ``host_templates``."""
+        ...
+
+    def reset_templates(self, host: str) -> int:
+        """Forget a host's template rules and sampled pages; how many rules there were."""
         ...
 
     def close(self) -> None:

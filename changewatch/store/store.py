@@ -20,9 +20,11 @@ from sqlalchemy.engine import Engine
 
 from changewatch.decide import DEFAULT_NEAR_LIMIT, check_near_distance, check_simhash, nearest
 from changewatch.fingerprint import NoiseRule
+from changewatch.fingerprint.templates import TemplateValue
 from changewatch.schedule import DuePage
 from changewatch.store import noise as noise_sql
 from changewatch.store import schedule as schedule_sql
+from changewatch.store import templates as templates_sql
 from changewatch.store.errors import translate_errors
 from changewatch.store.fasttouch import FastTouch
 from changewatch.store.near import read_candidates
@@ -290,6 +292,42 @@ class SnapshotStore:
         """Forget every noise rule of ``host``; the number forgotten."""
         with translate_errors(self.database_url), self.engine.begin() as conn:
             return noise_sql.reset_noise(conn, host)
+
+    def learned_templates(self, host: str, version: int) -> frozenset[bytes]:
+        """The template blocks learned for ``host`` (:mod:`~changewatch.store.templates`)."""
+        with self._reading() as conn:
+            return templates_sql.learned_templates(conn, host, version)
+
+    def record_templates(
+        self,
+        host: str,
+        version: int,
+        pages: Sequence[tuple[bytes, Sequence[TemplateValue]]],
+        now: datetime,
+        *,
+        min_pages: int,
+        min_share: float,
+    ) -> bool:
+        """Count what ``pages`` show of the host's template, in one transaction (on SQLite
+        holding the write lock from its first read, as :meth:`transaction` does)."""
+        with translate_errors(self.database_url), self.engine.begin() as conn:
+            if self.dialect == "sqlite":
+                conn.exec_driver_sql(_SQLITE_TAKE_WRITE_LOCK)
+            return templates_sql.record_templates(
+                conn, host, version, pages, now, min_pages=min_pages, min_share=min_share
+            )
+
+    def template_rules(
+        self, host: str | None = None, *, learned_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """The rows of ``host_templates`` (of one host), learned first."""
+        with self._reading() as conn:
+            return templates_sql.template_rules(conn, host, learned_only=learned_only)
+
+    def reset_templates(self, host: str) -> int:
+        """Forget every template rule and sampled page of ``host``; the rules forgotten."""
+        with translate_errors(self.database_url), self.engine.begin() as conn:
+            return templates_sql.reset_templates(conn, host)
 
     def close(self) -> None:
         """Close every connection: the fast touch's own and the pooled ones."""

@@ -26,6 +26,7 @@ from sqlalchemy import (
 )
 
 from changewatch.fingerprint.simhash64 import SIMHASH_BAND_BITS, SIMHASH_BANDS, simhash_band
+from changewatch.store.template_tables import template_tables
 from changewatch.store.types import (
     SimHash64,
     UTCDateTime,
@@ -42,6 +43,8 @@ __all__ = [
     "SimHash64",
     "UTCDateTime",
     "host_noise",
+    "host_template_pages",
+    "host_templates",
     "metadata",
     "page_chrome_changes",
     "page_snapshots",
@@ -569,3 +572,9 @@ Index(
     page_chrome_changes.c.seen_at,
 )
 Index("ix_page_chrome_changes_seen_at", page_chrome_changes.c.seen_at)
+
+#: A host's template blocks (migration 0012; changewatch.fingerprint.templates): on how many
+#: sampled pages each block text (and text at a place) stands, and since when it is learned;
+#: the sampled pages and the values each counts in. Rows of another fingerprint version are
+#: never used.
+host_templates, host_template_pages = template_tables(metadata)

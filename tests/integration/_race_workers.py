@@ -110,3 +110,34 @@ def noise_worker(database_url: str, rounds: int, barrier: Any, results: Any) -> 
             results.put(("ok", rounds))
     except BaseException:
         results.put(("error", traceback.format_exc()))
+
+
+TEMPLATE_HOST = "race-templates.example"
+
+
+def template_worker(database_url: str, worker: int, barrier: Any, results: Any) -> None:
+    """Fetch the host's 30 pages twice in shuffled batches of 5, learning templates, each
+    worker with its own promo line (so the workers' counts of the same pages race)."""
+    try:
+        rng = random.Random(worker)
+        with ChangeWatch(database_url=database_url, seen_url="memory:", learn_templates=True) as w:
+            barrier.wait(timeout=TIMEOUT_S)
+            for round_no in range(2):
+                order = list(range(30))
+                rng.shuffle(order)
+                promo = f"Promo {worker} round {round_no}"
+                for start in range(0, 30, 5):
+                    w.should_parse_many(
+                        [
+                            (
+                                f"https://{TEMPLATE_HOST}/p/{i}",
+                                f"<html><body><div>{promo}</div><div><p>Page {i} tells "
+                                "a long story about oak tables and chairs.</p></div>"
+                                "</body></html>",
+                            )
+                            for i in order[start : start + 5]
+                        ]
+                    )
+            results.put(("ok", worker))
+    except BaseException:
+        results.put(("error", traceback.format_exc()))

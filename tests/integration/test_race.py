@@ -10,9 +10,22 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch, url_digest
-from changewatch.store.tables import page_snapshots, page_versions
+from changewatch.store.tables import (
+    host_template_pages,
+    host_templates,
+    page_snapshots,
+    page_versions,
+)
 
-from ._race_workers import URL, batch_worker, noise_worker, run_processes, same_page_worker
+from ._race_workers import (
+    TEMPLATE_HOST,
+    URL,
+    batch_worker,
+    noise_worker,
+    run_processes,
+    same_page_worker,
+    template_worker,
+)
 
 WORKERS = 8
 
@@ -122,3 +135,56 @@ def test_noise_counts_from_four_processes_add_up_on_sqlite(tmp_path: Path) -> No
     url = f"sqlite:///{tmp_path}/noise.db"
     ChangeWatch(database_url=url, seen_url="memory:").close()  # create the schema first
     _assert_noise_counts_add_up(url)
+
+
+def _assert_template_counts_add_up(database_url: str) -> None:
+    """4 processes fetch the same 30 pages with their own promo lines: every value's
+    ``pages`` is exactly the number of sampled pages whose row holds it (0 only for a learned
+    slot kept for its key)."""
+    run_processes(template_worker, [(database_url, w) for w in range(4)])
+    engine = sa.create_engine(database_url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            blobs = conn.execute(
+                sa.select(host_template_pages.c.template_values).where(
+                    host_template_pages.c.host == TEMPLATE_HOST
+                )
+            ).scalars()
+            held: Counter[bytes] = Counter()
+            for blob in blobs:
+                held.update(bytes(blob)[i : i + 8] for i in range(0, len(blob), 8))
+            rows = conn.execute(
+                sa.select(
+                    host_templates.c.value,
+                    host_templates.c.pages,
+                    host_templates.c.kind,
+                    host_templates.c.learned_at,
+                ).where(host_templates.c.host == TEMPLATE_HOST)
+            ).all()
+            sampled = conn.execute(
+                sa.select(sa.func.count()).where(host_template_pages.c.host == TEMPLATE_HOST)
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert sampled == 30
+    assert {bytes(r.value): r.pages for r in rows if r.pages} == dict(held)
+    # A learned slot no page holds stays, as its key's hold on being template.
+    assert all(r.kind == "slot" and r.learned_at for r in rows if not r.pages)
+    assert sum(held.values()) > 0
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_template_counts_from_four_processes_add_up_on_postgres(
+    make_pg_database: Callable[..., str],
+) -> None:
+    """Racing template counts on Postgres: none lost, none doubled."""
+    _assert_template_counts_add_up(make_pg_database())
+
+
+@pytest.mark.slow
+def test_template_counts_from_four_processes_add_up_on_sqlite(tmp_path: Path) -> None:
+    """The same on one SQLite file."""
+    url = f"sqlite:///{tmp_path}/templates.db"
+    ChangeWatch(database_url=url, seen_url="memory:").close()  # create the schema first
+    _assert_template_counts_add_up(url)

@@ -29,6 +29,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "page_chrome_changes",
     "host_noise",
+    "host_template_pages",
+    "host_templates",
     "page_snapshots",
     "page_texts",
     "page_versions",
@@ -226,6 +228,34 @@ def test_0007_adds_and_removes_reconcile_hosts(make_database_url: Callable[..., 
         assert "reconcile_hosts" not in _tables(engine)
         upgrade(engine)
         assert "reconcile_hosts" in _tables(engine)
+    finally:
+        engine.dispose()
+
+
+def test_0012_adds_and_removes_the_template_tables(
+    make_database_url: Callable[..., str],
+) -> None:
+    """Migration 0012 creates host_templates (its kind checked, one row per host, version and
+    value) and host_template_pages; its downgrade drops both and leaves 0011's schema."""
+    url = make_database_url(migrated=False)
+    engine = create_engine(url)
+    try:
+        upgrade(engine)
+        row = (
+            "INSERT INTO host_templates (host, fingerprint_version, value, kind, block_key, "
+            "path, pages, first_seen, last_seen) VALUES ('x.test', 4, :value, :kind, :key, "
+            "'body/div', 5, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+        )
+        with engine.begin() as conn:
+            conn.execute(sa.text(row), {"kind": "slot", "value": b"\x01" * 8, "key": b"k" * 8})
+        for kind, value in (("word", b"\x02" * 8), ("text", b"\x01" * 8)):
+            with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+                conn.execute(sa.text(row), {"kind": kind, "value": value, "key": b"k" * 8})
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0011")
+        assert _tables(engine) == TABLES - {"host_templates", "host_template_pages"}
+        upgrade(engine)
+        assert {"host_templates", "host_template_pages"} <= _tables(engine)
     finally:
         engine.dispose()
 
