@@ -50,21 +50,37 @@ def _used(client: redis.Redis) -> int:
     return int(client.info("memory")["used_memory"])
 
 
+def _server_cpu(client: redis.Redis) -> float:
+    """CPU seconds the Redis server has used (``INFO cpu``: the whole server, so other
+    clients' commands during the row count too)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _cpu(client_cpu: float, server_cpu: float, n: int) -> dict[str, float]:
+    return {
+        "client_cpu_us_per_url": round(client_cpu * 1e6 / n, 2),
+        "server_cpu_us_per_url": round(server_cpu * 1e6 / n, 2),
+    }
+
+
 def _seen_row(base: str, query: str, n: int, hosts: int, port: int) -> dict[str, Any]:
     client = redis.Redis.from_url(base)
     client.flushdb()
     used0 = _used(client)
     seen = open_seen_set(f"{base}?key=scale&{query}")
-    timed, new = 0.0, 0
+    timed, new, client_cpu, server0 = 0.0, 0, 0.0, _server_cpu(client)
     began = time.time()
     try:
         for k, chunk in enumerate(_chunks(0, n, hosts, port)):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             new += sum(seen.add_many(chunk))
             timed += time.perf_counter() - started
+            client_cpu += time.process_time() - cpu_started
             if k % 100 == 99:
                 done = (k + 1) * CHUNK
                 log(f"[redis {query}] {done:,} URLs, {done / timed:,.0f} adds/s")
+        server_cpu = _server_cpu(client) - server0
         memory, used = _memory(client), _used(client) - used0
         hits, checked = 0, 0
         for chunk in _chunks(n, n + UNSEEN, hosts, port):
@@ -88,6 +104,7 @@ def _seen_row(base: str, query: str, n: int, hosts: int, port: int) -> dict[str,
         "unseen_checked": checked,
         "false_positives": hits,
         "false_positive_rate": hits / checked,
+        **_cpu(client_cpu, server_cpu, n),
         "stats": {k: v for k, v in stats.items() if isinstance(v, int | float | str)},
     }
 
@@ -98,13 +115,15 @@ def _peer_row(
     client = redis.Redis.from_url(base)
     client.flushdb()
     used0 = _used(client)
-    timed = 0.0
+    timed, client_cpu, server0 = 0.0, 0.0, _server_cpu(client)
     try:
         for chunk in _chunks(0, n, hosts, port):
             digests = [url_digest(u) for u in chunk]
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             send(client, digests)
             timed += time.perf_counter() - started
+            client_cpu += time.process_time() - cpu_started
+        server_cpu = _server_cpu(client) - server0
         memory, used = _memory(client), _used(client) - used0
     finally:
         client.flushdb()
@@ -117,6 +136,7 @@ def _peer_row(
         "timed_s": round(timed, 1),
         "bytes_per_url": round(memory / n, 2),
         "used_memory_delta_per_url": round(used / n, 2),
+        **_cpu(client_cpu, server_cpu, n),
     }
 
 
@@ -177,13 +197,17 @@ def run(base: str, n: int, peer_n: int, hosts: int, port: int) -> dict[str, Any]
             url_digest(u)
     digest_rate = min(n, 1_000_000) / (time.perf_counter() - started)
     rows.append({"row": "url_digest of str URLs (client CPU only)", "adds_per_s": digest_rate})
-    print("| row | URLs | adds/s | bytes/URL (MEMORY USAGE) | used_memory Δ/URL | FP rate |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| row | URLs | adds/s | bytes/URL (MEMORY USAGE) | used_memory Δ/URL | FP rate "
+        "| client µs/URL | server µs/URL |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         fp = r.get("false_positive_rate")
         print(
             f"| {r['row']} | {r.get('urls', 0):,} | {r['adds_per_s']:,.0f} | "
             f"{r.get('bytes_per_url', '—')} | {r.get('used_memory_delta_per_url', '—')} | "
-            f"{'—' if fp is None else f'{fp:.5f}'} |"
+            f"{'—' if fp is None else f'{fp:.5f}'} | {r.get('client_cpu_us_per_url', '—')} | "
+            f"{r.get('server_cpu_us_per_url', '—')} |"
         )
     return {"rows": rows}

@@ -146,9 +146,12 @@ def peer(database: str, batch: int) -> dict[str, Any]:
     with psycopg.connect(plain) as conn:
         data: dict[str, tuple[list[str], list[Any]]] = {}
         with conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM page_snapshots")
+            stored = int((cur.fetchone() or (0,))[0])
+            below = min(256, 1 + 256 * PEER_PAGES // max(1, stored))  # digests are uniform
             cur.execute(
-                "SELECT * FROM page_snapshots WHERE url_digest IN (SELECT url_digest FROM "
-                f"page_snapshots TABLESAMPLE SYSTEM (1) LIMIT {PEER_PAGES})"
+                "SELECT * FROM page_snapshots WHERE get_byte(url_digest, 0) < %s LIMIT %s",
+                (below, PEER_PAGES),
             )
             cols = [d.name for d in cur.description or ()]
             snaps = cur.fetchall()
@@ -176,6 +179,31 @@ def peer(database: str, batch: int) -> dict[str, Any]:
         conn.commit()
     out["pages"] = len(data["page_snapshots"][1])
     out["version_rows"] = len(data["page_versions"][1])
+    out["client_cpu"] = client_cpu()
+    return out
+
+
+def client_cpu(n: int = 5_000) -> dict[str, float]:
+    """One process's rate of making the pages' bodies, and of ``fingerprint`` on them."""
+    from _scale_pages import body, load_sentences
+
+    from changewatch.fingerprint import fingerprint
+
+    sentences = load_sentences(Path("/tmp/cw-scale/sentences.json"))
+    started = time.process_time()
+    bodies = [body(i, sentences) for i in range(n)]
+    made = time.process_time() - started
+    started = time.process_time()
+    for b in bodies:
+        fingerprint(b)
+    printed = time.process_time() - started
+    out = {
+        "pages": n,
+        "mean_body_bytes": round(sum(map(len, bodies)) / n, 1),
+        "make_pages_per_cpu_s": round(n / made, 1),
+        "fingerprint_pages_per_cpu_s": round(n / printed, 1),
+    }
+    log(f"[peer] client CPU: {out}")
     return out
 
 

@@ -8,6 +8,7 @@
     python benchmarks/scale_run.py sizes                            # bytes per page
     python benchmarks/scale_run.py reconcile [--urls 10000000]
     python benchmarks/scale_run.py drop
+    python benchmarks/scale_run.py report                           # markdown of the JSON
 
 Common options: ``--out`` (the results JSON, default ``scale_results.json``; each phase
 replaces its own key), ``--work`` (progress files and the sentence cache, default
@@ -85,6 +86,7 @@ def worker(args: dict[str, Any]) -> None:
     nxt = state.get("next", args["w"])
     kinds: Counter[str] = Counter(state.get("kinds", {}))
     busy = float(state.get("busy_s", 0.0))
+    cpu0 = float(state.get("cpu_s", 0.0))
     sentences = pages.load_sentences(Path(args["sentences"]))
     step, batch, end = args["workers"], args["batch"], args["end"]
     watch = ChangeWatch(database_url=args["db"], seen_url="memory:")
@@ -111,6 +113,7 @@ def worker(args: dict[str, Any]) -> None:
                 "done": sum(kinds.values()),
                 "kinds": dict(kinds),
                 "busy_s": busy,
+                "cpu_s": cpu0 + usage.ru_utime + usage.ru_stime,
                 "peak_rss_mib": usage.ru_maxrss / 1024,
                 "pid": os.getpid(),
             }
@@ -119,6 +122,27 @@ def worker(args: dict[str, Any]) -> None:
             tmp.replace(state_path)
     finally:
         watch.close()
+
+
+def server_cpu(admin: str, seen: dict[int, float]) -> None:
+    """Record the CPU seconds (user + system) of every Postgres process serving DATABASE
+    (backends and autovacuum workers, from ``pg_stat_activity`` and ``/proc/<pid>/stat``)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    plain = make_url(admin).set(drivername="postgresql").render_as_string(hide_password=False)
+    tick = os.sysconf("SC_CLK_TCK")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        pids = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (DATABASE,),
+        ).fetchall()
+    for (pid,) in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seen[pid] = max(seen.get(pid, 0.0), (int(fields[11]) + int(fields[12])) / tick)
 
 
 def _states(paths: list[Path]) -> list[dict[str, Any]]:
@@ -132,6 +156,8 @@ def run_workers(a: Namespace, phase: str, end: int, changed: bool) -> dict[str, 
     stop = work / f"{phase}.stop"
     stop.unlink(missing_ok=True)
     before = sum(s.get("done", 0) for s in _states(paths))
+    cpu_before = sum(s.get("cpu_s", 0.0) for s in _states(paths))
+    backends: dict[int, float] = {}
     jobs = [
         {
             "w": w,
@@ -157,6 +183,7 @@ def run_workers(a: Namespace, phase: str, end: int, changed: bool) -> dict[str, 
     last_t, last_done = began, before
     while any(p.is_alive() for p in procs):
         time.sleep(1.0)
+        server_cpu(a.pg, backends)
         now = time.time()
         if now - last_t < a.every and any(p.is_alive() for p in procs):
             continue
@@ -183,6 +210,9 @@ def run_workers(a: Namespace, phase: str, end: int, changed: bool) -> dict[str, 
     kinds: Counter[str] = Counter()
     for s in states:
         kinds.update(s.get("kinds", {}))
+    client = sum(s.get("cpu_s", 0.0) for s in states) - cpu_before
+    server = sum(backends.values())
+    per_page = 1000 / max(1, done - before)
     return {
         "phase": phase,
         "workers": a.workers,
@@ -192,6 +222,10 @@ def run_workers(a: Namespace, phase: str, end: int, changed: bool) -> dict[str, 
         "pages_this_run": done - before,
         "wall_s_this_run": round(wall, 1),
         "pages_per_s_this_run": round((done - before) / wall, 1),
+        "client_cpu_s_this_run": round(client, 1),
+        "server_cpu_s_this_run": round(server, 1),
+        "client_cpu_ms_per_page": round(client * per_page, 3),
+        "server_cpu_ms_per_page": round(server * per_page, 3),
         "worker_busy_s": [round(s.get("busy_s", 0.0), 1) for s in states],
         "peak_rss_mib": [round(s.get("peak_rss_mib", 0.0), 1) for s in states],
         "positions": [s.get("next") for s in states],
@@ -202,6 +236,16 @@ def run_workers(a: Namespace, phase: str, end: int, changed: bool) -> dict[str, 
     }
 
 
+def with_earlier(out: Path, key: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the earlier runs of a resumed phase kept under ``earlier_runs``."""
+    data = json.loads(out.read_text()) if out.exists() else {}
+    old = data.get(key)
+    if old and old.get("pages_done", 0) < result["pages_done"]:
+        earlier = old.pop("earlier_runs", [])
+        result["earlier_runs"] = [*earlier, old]
+    return result
+
+
 # -- the phases -----------------------------------------------------------------------------------
 
 
@@ -209,7 +253,7 @@ def phase_load(a: Namespace) -> None:
     Path(a.work).mkdir(parents=True, exist_ok=True)
     pages.load_sentences(Path(a.work) / "sentences.json")
     result = run_workers(a, "load", a.pages, changed=False)
-    save(Path(a.out), "load", result)
+    save(Path(a.out), "load", with_earlier(Path(a.out), "load", result))
 
 
 def loaded_end(a: Namespace) -> int:
@@ -224,7 +268,7 @@ def phase_recrawl(a: Namespace) -> None:
     name = "recrawl_changed" if a.changed else "recrawl_unchanged"
     log(f"[{name}] re-crawling pages 0 … {end:,}")
     result = run_workers(a, name, end, changed=a.changed)
-    save(Path(a.out), name, result)
+    save(Path(a.out), name, with_earlier(Path(a.out), name, result))
 
 
 def phase_setup(a: Namespace) -> None:
@@ -242,7 +286,18 @@ def phase_setup(a: Namespace) -> None:
 def main() -> None:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "phase", choices=("redis", "setup", "load", "recrawl", "peer", "sizes", "reconcile", "drop")
+        "phase",
+        choices=(
+            "redis",
+            "setup",
+            "load",
+            "recrawl",
+            "peer",
+            "sizes",
+            "reconcile",
+            "drop",
+            "report",
+        ),
     )
     parser.add_argument("--out", default="scale_results.json")
     parser.add_argument("--work", default="/tmp/cw-scale")
@@ -278,6 +333,10 @@ def main() -> None:
     elif a.phase == "reconcile":
         db = _scale_store.db_url(a.pg, DATABASE)
         save(out, "reconcile", _scale_store.reconcile(db, a.urls, a.hosts, a.port, Path(a.work)))
+    elif a.phase == "report":
+        import _scale_report
+
+        print(_scale_report.report(json.loads(out.read_text())))
     elif a.phase == "drop":
         _scale_store.drop_database(a.pg, DATABASE)
 
