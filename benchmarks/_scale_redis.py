@@ -65,7 +65,7 @@ def _cpu(client_cpu: float, server_cpu: float, n: int) -> dict[str, float]:
 
 
 def _seen_row(base: str, query: str, n: int, hosts: int, port: int) -> dict[str, Any]:
-    client = redis.Redis.from_url(base)
+    client = redis.Redis.from_url(base, socket_timeout=600)
     client.flushdb()
     used0 = _used(client)
     seen = open_seen_set(f"{base}?key=scale&{query}")
@@ -112,7 +112,7 @@ def _seen_row(base: str, query: str, n: int, hosts: int, port: int) -> dict[str,
 def _peer_row(
     base: str, name: str, n: int, hosts: int, port: int, send: Callable[[Any, list[bytes]], None]
 ) -> dict[str, Any]:
-    client = redis.Redis.from_url(base)
+    client = redis.Redis.from_url(base, socket_timeout=600)
     client.flushdb()
     used0 = _used(client)
     timed, client_cpu, server0 = 0.0, 0.0, _server_cpu(client)
@@ -171,13 +171,18 @@ def _bitfield_each(bits: int, hashes: int) -> Callable[[Any, list[bytes]], None]
     return send
 
 
-def run(base: str, n: int, peer_n: int, hosts: int, port: int) -> dict[str, Any]:
-    """All rows; the results (see the module)."""
-    rows = [
-        _seen_row(base, f"kind=bloom&capacity={n}&error_rate=0.01", n, hosts, port),
-        _seen_row(base, f"kind=bloom&capacity={n}&error_rate=0.001", n, hosts, port),
-        _seen_row(base, "kind=set", n, hosts, port),
-    ]
+def run(
+    base: str, n: int, peer_n: int, hosts: int, port: int, keep: Callable[[Any], None]
+) -> dict[str, Any]:
+    """All rows; the results (see the module). ``keep`` is given the rows after each row."""
+    rows: list[dict[str, Any]] = []
+    for query in (
+        f"kind=bloom&capacity={n}&error_rate=0.01",
+        f"kind=bloom&capacity={n}&error_rate=0.001",
+        "kind=set",
+    ):
+        rows.append(_seen_row(base, query, n, hosts, port))
+        keep({"rows": rows, "partial": True})
     bits, hashes, _ = bloom_size(n, 0.01)
     rows.append(_peer_row(base, "redis-py SADD pipeline (peer)", peer_n, hosts, port, _sadd_each))
     rows.append(

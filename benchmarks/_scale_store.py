@@ -75,7 +75,7 @@ FROM rels GROUP BY tbl, name, relkind ORDER BY tbl, relkind DESC, main DESC
 """
 
 
-def sizes(database: str, pages: int) -> dict[str, Any]:
+def sizes(database: str, loaded: int) -> dict[str, Any]:
     """``pg_relation_size`` of every table and index, partitions summed, per stored page."""
     engine = sa.create_engine(database, poolclass=NullPool)
     with engine.connect() as conn:
@@ -89,6 +89,7 @@ def sizes(database: str, pages: int) -> dict[str, Any]:
         rows = conn.exec_driver_sql(_SIZES).all()
         total = conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar_one()
     engine.dispose()
+    pages = int(counts["page_snapshots"])  # the rows stored (workers stop at different pages)
     out = []
     for tbl, name, kind, parts, main, extra in rows:
         if not main and not extra:
@@ -110,7 +111,13 @@ def sizes(database: str, pages: int) -> dict[str, Any]:
             f"{r['bytes_per_page']} |"
         )
     print(f"database: {total:,} bytes, {total / max(1, pages):.1f} per page; rows {counts}")
-    return {"pages": pages, "rows": counts, "relations": out, "database_bytes": int(total)}
+    return {
+        "pages": pages,
+        "contiguous_pages": loaded,
+        "rows": counts,
+        "relations": out,
+        "database_bytes": int(total),
+    }
 
 
 # -- the peer: the same rows, bare ----------------------------------------------------------------
@@ -270,8 +277,13 @@ def reconcile(database: str, n: int, hosts: int, port: int, work: Path) -> dict[
     directory = work / "sitemaps"
     directory.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    counts = write_sitemaps(directory, n, hosts, port)
-    size = sum(p.stat().st_size for p in directory.iterdir())
+    marker = directory / f"written-{n}-{hosts}-{port}.json"
+    if marker.exists():  # the same files as a previous run wrote (they are deterministic)
+        counts = {int(k): v for k, v in json.loads(marker.read_text()).items()}
+    else:
+        counts = write_sitemaps(directory, n, hosts, port)
+        marker.write_text(json.dumps(counts))
+    size = sum(p.stat().st_size for p in directory.glob("*.xml*"))
     log(f"{n:,} URLs in {sum(counts.values())} gzip sitemaps, {size / 1e6:.0f} MB")
     out: dict[str, Any] = {"urls": n, "sitemaps": sum(counts.values()), "bytes": size}
     out["write_s"] = round(time.time() - started, 1)

@@ -42,7 +42,7 @@ import _scale_redis
 import _scale_store
 from _common import log
 
-DATABASE = "h_scale_10m"
+DATABASE = os.environ.get("CW_SCALE_DATABASE", "h_scale_10m")  # a smaller peer run: another
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
 
@@ -195,6 +195,8 @@ def run_workers(a: Namespace, phase: str, end: int, changed: bool) -> dict[str, 
             "done": done,
             "rate": round((done - last_done) / (now - last_t), 1),
             "rss_mib": rss,
+            "client_cpu_s": round(sum(s.get("cpu_s", 0.0) for s in states) - cpu_before, 1),
+            "server_cpu_s": round(sum(backends.values()), 1),
         }
         timeline.append(point)
         overall = (done - before) / max(1e-9, now - began)
@@ -318,7 +320,8 @@ def main() -> None:
     Path(a.work).mkdir(parents=True, exist_ok=True)
     out = Path(a.out)
     if a.phase == "redis":
-        save(out, "redis", _scale_redis.run(a.redis, a.urls, a.peer_urls, a.hosts, a.port))
+        keep = lambda rows: save(out, "redis", rows)  # noqa: E731
+        save(out, "redis", _scale_redis.run(a.redis, a.urls, a.peer_urls, a.hosts, a.port, keep))
     elif a.phase == "setup":
         phase_setup(a)
     elif a.phase == "load":
