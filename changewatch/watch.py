@@ -35,6 +35,7 @@ from changewatch.decide import (
     DEFAULT_NEAR_LIMIT,
     MAX_NEAR_DISTANCE,
     check_near_distance,
+    check_near_limit,
     decide_hit,
 )
 from changewatch.errors import (
@@ -325,6 +326,7 @@ class ChangeWatch:
             stored = self._store.simhash_of(digest)
             if stored is None:
                 check_near_distance(max_distance)
+                check_near_limit(limit)
                 return []
             return self._store.near_duplicates(stored, max_distance, digest, limit)
         return self._store.near_duplicates(url_or_simhash, max_distance, None, limit)

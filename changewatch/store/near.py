@@ -30,8 +30,11 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
+from changewatch.decide import MAX_NEAR_DISTANCE
+from changewatch.fingerprint import hamming
 from changewatch.store.tables import (
     SIMHASH_BANDS,
+    page_simhashes,
     page_snapshots,
     simhash_band,
     simhash_band_expr,
@@ -39,7 +42,7 @@ from changewatch.store.tables import (
 )
 from changewatch.values import NearCandidate
 
-__all__ = ["read_candidates", "read_copies", "read_holders"]
+__all__ = ["read_candidates", "read_copies", "read_holders", "read_nearest"]
 
 _SNAP = page_snapshots.c
 
@@ -154,6 +157,118 @@ def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
             seen.add(c.url_digest)
             out.append(c)
     return out
+
+
+# Postgres: the ``n`` pages nearest one SimHash, in one statement. ``near`` is the distinct
+# SimHashes within the distance (1..k) from the band buckets of page_simhashes (migration
+# 0012: one entry per SimHash, however many pages hold it); t0 the holders of the SimHash
+# itself, t1..t3 those at distance 1..3. Each stage reads, per SimHash, only as many holders
+# (``ORDER BY url_digest LIMIT``, the (simhash, url_digest) index) as the nearer stages left
+# room for, so a cluster of thousands of copies costs at most ``n`` index entries a SimHash.
+# The URLs are read for the answer only.
+def _pg_nearest() -> sa.TextualSelect:
+    bands = " UNION ".join(
+        f"SELECT simhash AS v FROM page_simhashes WHERE {_pg_band('simhash', band)} = :b{band}"
+        for band in range(SIMHASH_BANDS)
+    )
+    distance = "bit_count(CAST(v # :q AS BIT(64)))"
+    sql = (
+        f"WITH near AS MATERIALIZED (SELECT v, {distance} AS d FROM ({bands}) AS c"
+        f" WHERE {distance} BETWEEN 1 AND :k),"
+        " t0 AS MATERIALIZED (SELECT url_digest FROM page_snapshots WHERE simhash = :q"
+        " ORDER BY url_digest LIMIT :n)"
+    )
+    room = ":n - (SELECT count(*) FROM t0)"
+    for d in range(1, MAX_NEAR_DISTANCE + 1):
+        sql += (
+            f", t{d} AS MATERIALIZED (SELECT h.url_digest FROM near CROSS JOIN LATERAL ("
+            "SELECT p.url_digest FROM page_snapshots AS p WHERE p.simhash = near.v"
+            f" ORDER BY p.url_digest LIMIT ({room})) AS h WHERE near.d = {d}"
+            f" ORDER BY h.url_digest LIMIT ({room}))"
+        )
+        room += f" - (SELECT count(*) FROM t{d})"
+    stages = " UNION ALL ".join(
+        f"SELECT url_digest FROM t{d}" for d in range(MAX_NEAR_DISTANCE + 1)
+    )
+    sql += (
+        " SELECT p.url_digest, p.url, p.simhash, p.content_sha256"
+        f" FROM ({stages}) AS t JOIN page_snapshots AS p ON p.url_digest = t.url_digest"
+    )
+    return (
+        sa.text(sql)
+        .bindparams(
+            sa.bindparam("q", type_=sa.BigInteger),
+            *(sa.bindparam(f"b{band}", type_=sa.BigInteger) for band in range(SIMHASH_BANDS)),
+            sa.bindparam("k", type_=sa.Integer),
+            sa.bindparam("n", type_=sa.BigInteger),
+        )
+        .columns(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
+    )
+
+
+_PG_NEAREST = _pg_nearest()
+
+_VALUES = page_simhashes.c
+
+# SQLite: the distinct stored SimHashes sharing a band with one SimHash, then the holders of
+# each, bounded as on Postgres (in-process, so one small statement each costs little).
+_SHARING = sa.union(
+    *(
+        sa.select(_VALUES.simhash).where(
+            simhash_band_expr(_VALUES.simhash, band) == sa.bindparam(f"b{band}")
+        )
+        for band in range(SIMHASH_BANDS)
+    )
+)
+_HOLDERS_OF = (
+    sa.select(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
+    .where(_SNAP.simhash == sa.bindparam("v", type_=_SNAP.simhash.type))
+    .order_by(_SNAP.url_digest)
+    .limit(sa.bindparam("n"))
+)
+
+
+def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> list[NearCandidate]:
+    """The ``n`` stored pages nearest ``simhash`` within ``max_distance`` (0..3): every page
+    at a smaller distance before any at a larger one, ties by smallest URL digest — the
+    first ``n`` of a full scan sorted by (distance, digest), exactly.
+
+    Bounded whatever the clusters: the band buckets read are those of the distinct stored
+    SimHashes (``page_simhashes``), and each SimHash within the distance gives at most as
+    many holders as are still wanted. One statement on Postgres (which needs
+    ``bit_count``, Postgres 14 or newer).
+    """
+    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
+    if n <= 0:
+        return []
+    if conn.dialect.name == "postgresql":
+        params = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
+        rows: Iterable[Any] = conn.execute(_PG_NEAREST, params)
+        return [NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows]
+    by_distance: dict[int, list[int]] = {}
+    for (value,) in conn.execute(_SHARING, bands):
+        distance = hamming(simhash, value)
+        if 1 <= distance <= max_distance:
+            by_distance.setdefault(distance, []).append(value)
+    found = _holders_of(conn, [simhash], n)
+    for distance in range(1, max_distance + 1):
+        room = n - len(found)
+        if room <= 0:
+            break
+        found += _holders_of(conn, by_distance.get(distance, []), room)
+    return found
+
+
+def _holders_of(conn: Connection, simhashes: list[int], n: int) -> list[NearCandidate]:
+    """The ``n`` holders of any of ``simhashes`` with the smallest URL digests (at most
+    ``n`` read per SimHash)."""
+    found = [
+        NearCandidate(bytes(d), url, stored, bytes(c))
+        for value in simhashes
+        for d, url, stored, c in conn.execute(_HOLDERS_OF, {"v": value, "n": n})
+    ]
+    found.sort(key=lambda c: c.url_digest)
+    return found[:n]
 
 
 def read_candidates(

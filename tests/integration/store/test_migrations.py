@@ -29,6 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 TABLES = {
     "page_chrome_changes",
     "host_noise",
+    "page_simhashes",
     "page_snapshots",
     "page_texts",
     "page_versions",
