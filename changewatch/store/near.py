@@ -23,6 +23,7 @@ not equal to, a large cluster still reads every row of the cluster that shares i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -82,14 +83,18 @@ def read_holders(
 
 
 def _pg_band(column: str, band: int) -> str:
-    """The SQL text of band ``band`` over ``column`` (as the index expression has it)."""
-    expr = simhash_band_expr(sa.column(column, sa.BigInteger), band)
-    return str(expr.compile(dialect=postgresql.dialect()))  # type: ignore[no-untyped-call]
+    """The SQL text of band ``band`` over ``column`` (as the index expression has it;
+    ``column`` may be qualified, ``v.simhash``)."""
+    expr = simhash_band_expr(sa.column("x", sa.BigInteger), band)
+    text = str(expr.compile(dialect=postgresql.dialect()))  # type: ignore[no-untyped-call]
+    return re.sub(r"\bx\b", column, text)
 
 
-# Postgres: the holders of every content hash of a batch and the band candidates of the pages
+# Postgres: the holders of every content hash of a batch and the near copies of the pages
 # whose content has fewer than ``n`` holders, in one statement. ``lacking`` is computed once;
-# each band is an index scan on ``= ANY(ARRAY(...))`` of its values.
+# ``near`` joins it, band by band, to the band indexes of page_simhashes (distinct SimHashes)
+# and keeps those within ``radius`` of a lacking page's; each gives its ``n`` holders with the
+# smallest URL digests (the (simhash, url_digest) index), however many pages hold it.
 _PG_COPIES = (
     sa.text(
         "WITH wanted AS MATERIALIZED ("
@@ -101,43 +106,55 @@ _PG_COPIES = (
         " SELECT p.url_digest, p.url, p.simhash, p.content_sha256 FROM page_snapshots AS p"
         " WHERE p.content_sha256 = d.c ORDER BY p.url_digest LIMIT :n) AS h),"
         " lacking AS MATERIALIZED ("
-        " SELECT w.s FROM wanted AS w WHERE w.s IS NOT NULL"
-        " AND (SELECT count(*) FROM holder AS h WHERE h.content_sha256 = w.c) < :n)"
-        " SELECT url_digest, url, simhash, content_sha256 FROM holder"
-        + "".join(
-            " UNION ALL SELECT url_digest, url, simhash, content_sha256 FROM page_snapshots"
-            f" WHERE {_pg_band('simhash', band)}"
-            f" = ANY(ARRAY(SELECT DISTINCT {_pg_band('s', band)} FROM lacking))"
+        " SELECT DISTINCT w.s FROM wanted AS w WHERE w.s IS NOT NULL"
+        " AND (SELECT count(*) FROM holder AS h WHERE h.content_sha256 = w.c) < :n),"
+        " near AS MATERIALIZED ("
+        + " UNION ".join(
+            "SELECT v.simhash AS v FROM lacking AS l JOIN page_simhashes AS v"
+            f" ON {_pg_band('v.simhash', band)} = {_pg_band('l.s', band)}"
+            " WHERE bit_count(CAST(v.simhash # l.s AS BIT(64))) <= :radius"
             for band in range(SIMHASH_BANDS)
         )
+        + ") SELECT url_digest, url, simhash, content_sha256 FROM holder"
+        " UNION ALL SELECT h.url_digest, h.url, h.simhash, h.content_sha256 FROM near"
+        " CROSS JOIN LATERAL (SELECT p.url_digest, p.url, p.simhash, p.content_sha256"
+        " FROM page_snapshots AS p WHERE p.simhash = near.v ORDER BY p.url_digest LIMIT :n) AS h"
     )
     .bindparams(
         sa.bindparam("contents", type_=postgresql.ARRAY(sa.LargeBinary)),
         sa.bindparam("simhashes", type_=postgresql.ARRAY(sa.BigInteger)),
         sa.bindparam("n", type_=sa.Integer),
+        sa.bindparam("radius", type_=sa.Integer),
     )
     .columns(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
 )
 
 
 def read_copies(
-    conn: Connection, pages: Sequence[tuple[bytes, int | None]], per_content: int
+    conn: Connection,
+    pages: Sequence[tuple[bytes, int | None]],
+    per_content: int,
+    radius: int = MAX_NEAR_DISTANCE,
 ) -> list[NearCandidate]:
     """The exact and near copies of new pages, each ``(content hash, SimHash or None)``:
     the ``per_content`` holders of each content hash with the smallest URL digests, and,
-    for each page with a SimHash whose content has fewer holders than that, the stored
-    pages sharing a band with it; once each.
+    for each page with a SimHash whose content has fewer holders than that, the
+    ``per_content`` holders with the smallest URL digests of every stored SimHash within
+    ``radius`` (0..3) of it; once each.
 
-    A content held by many stored pages (a cluster of soft 404s) costs one bounded index
-    read, not a read of every copy; one statement on Postgres.
+    A content or a SimHash held by many stored pages (a cluster of soft 404s, of
+    near-copies) costs one bounded index read, not a read of every copy; one statement on
+    Postgres.
     """
     if not pages:
         return []
+    radius = min(radius, MAX_NEAR_DISTANCE)
     if conn.dialect.name == "postgresql":
         params = {
             "contents": [c for c, _ in pages],
             "simhashes": [None if v is None else to_signed64(v) for _, v in pages],
             "n": per_content,
+            "radius": radius,
         }
         rows: Iterable[Any] = conn.execute(_PG_COPIES, params)
         return _unique(NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows)
@@ -145,8 +162,11 @@ def read_copies(
     held: dict[bytes, int] = {}
     for h in holders:
         held[h.content_sha256] = held.get(h.content_sha256, 0) + 1
-    lacking = [v for c, v in pages if v is not None and held.get(c, 0) < per_content]
-    return _unique([*holders, *read_candidates(conn, lacking)])
+    lacking = {v for c, v in pages if v is not None and held.get(c, 0) < per_content}
+    near = {v for s in lacking for vs in _near_values(conn, s, radius).values() for v in vs}
+    near |= lacking  # distance 0: _near_values leaves the SimHash itself out
+    copies = [c for v in sorted(near) for c in _holders_of(conn, [v], per_content)]
+    return _unique([*holders, *copies])
 
 
 def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
@@ -245,11 +265,7 @@ def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> l
         params = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
         rows: Iterable[Any] = conn.execute(_PG_NEAREST, params)
         return [NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows]
-    by_distance: dict[int, list[int]] = {}
-    for (value,) in conn.execute(_SHARING, bands):
-        distance = hamming(simhash, value)
-        if 1 <= distance <= max_distance:
-            by_distance.setdefault(distance, []).append(value)
+    by_distance = _near_values(conn, simhash, max_distance)
     found = _holders_of(conn, [simhash], n)
     for distance in range(1, max_distance + 1):
         room = n - len(found)
@@ -257,6 +273,18 @@ def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> l
             break
         found += _holders_of(conn, by_distance.get(distance, []), room)
     return found
+
+
+def _near_values(conn: Connection, simhash: int, radius: int) -> dict[int, list[int]]:
+    """The distinct stored SimHashes at distance 1..``radius`` of ``simhash``, by distance
+    (from the band buckets of ``page_simhashes``)."""
+    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
+    by_distance: dict[int, list[int]] = {}
+    for (value,) in conn.execute(_SHARING, bands):
+        distance = hamming(simhash, value)
+        if 1 <= distance <= radius:
+            by_distance.setdefault(distance, []).append(value)
+    return by_distance
 
 
 def _holders_of(conn: Connection, simhashes: list[int], n: int) -> list[NearCandidate]:
