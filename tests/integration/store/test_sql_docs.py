@@ -223,9 +223,10 @@ def test_documented_table_columns_exist(table: str) -> None:
     assert len(documented) >= 13
 
 
-@pytest.mark.parametrize("table", ["host_noise", "page_chrome_changes"])
+@pytest.mark.parametrize("table", ["host_noise", "page_chrome_changes", "page_simhashes"])
 def test_tables_of_issue_20_are_documented_whole(table: str) -> None:
-    """host_noise and page_chrome_changes: every column documented, in the schema's order."""
+    """host_noise, page_chrome_changes (issue 20) and page_simhashes (issue 17): every
+    column documented, in the schema's order."""
     assert _documented_columns(f"Table `{table}`") == [
         c.name for c in metadata.tables[table].columns
     ]
