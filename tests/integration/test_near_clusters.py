@@ -126,3 +126,46 @@ def test_search_near_a_large_cluster_reads_a_bounded_number_of_rows(watch: Chang
     got = watch.store.near_duplicates(query, 3, limit=10)
     assert [n.distance for n in got] == [1] * 10
     assert hamming(query, centre) == 1
+
+
+def test_concurrent_writers_of_the_same_new_simhashes_never_wait(watch: ChangeWatch) -> None:
+    """Postgres: two open transactions storing pages with the same two new SimHashes, in
+    opposite orders, neither wait for the other (a unique key on the values would make the
+    second wait, then deadlock); after both commit every page is found."""
+    if watch.store.dialect != "postgresql":
+        pytest.skip("SQLite has one writer at a time")
+    a, b = 0xAAAA_0000_0000_0001, 0xBBBB_0000_0000_0002
+    columns = "url_digest, host, url, canon_version, fingerprint_version, raw_sha256, " + (
+        "content_sha256, simhash, text_length, first_seen, last_seen, last_changed, "
+        "version_count, fetch_count"
+    )
+    row = (
+        f"INSERT INTO page_snapshots ({columns}) VALUES (%(d)s, 'h.test', %(u)s, 1, 1, "
+        "%(z)s, %(d)s || %(d)s, %(s)s, 1, now(), now(), now(), 1, 1)"
+    )
+    digests = [bytes([n]) * 16 for n in range(1, 5)]
+    first = watch.store.engine.raw_connection()
+    second = watch.store.engine.raw_connection()
+    try:
+        cursors = [first.cursor(), second.cursor()]
+        for cursor in cursors:
+            cursor.execute("SET lock_timeout = '2s'")
+        order = [(0, a), (1, b), (1, a), (0, b)]  # T1: a, T2: b, T2: a, T1: b
+        for n, (who, value) in enumerate(order):
+            cursors[who].execute(
+                row,
+                {
+                    "d": digests[n],
+                    "u": f"https://h.test/{n}",
+                    "z": bytes(32),
+                    "s": to_signed64(value),
+                },
+            )
+        first.commit()
+        second.commit()
+    finally:
+        first.close()
+        second.close()
+    assert set(_values(watch)) >= {a, b}
+    assert {n.url_digest for n in watch.store.near_duplicates(a, 0)} == {digests[0], digests[2]}
+    assert {n.url_digest for n in watch.store.near_duplicates(b, 0)} == {digests[1], digests[3]}
