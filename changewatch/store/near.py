@@ -1,11 +1,19 @@
 """Near-duplicate search over stored SimHashes: the pigeonhole bands of DESIGN.md (Storage).
 
-A 64-bit SimHash is split into 4 bands of 16 bits, each indexed by an expression index
-(migration 0002). Two SimHashes within Hamming distance 3 differ in at most 3 bands, so they
-agree exactly on at least one (Manku, Jain, Das Sarma, "Detecting near-duplicates for web
-crawling", WWW 2007). A search therefore reads the rows that share any band with the query —
-four indexed equality lookups combined with ``UNION ALL``, one statement — and keeps those
-whose exact Hamming distance is within the bound.
+A 64-bit SimHash is split into 4 bands of 16 bits. Two SimHashes within Hamming distance 3
+differ in at most 3 bands, so they agree exactly on at least one (Manku, Jain, Das Sarma,
+"Detecting near-duplicates for web crawling", WWW 2007). A search therefore looks up the
+stored SimHashes sharing any band with the query and keeps those whose exact Hamming
+distance is within the bound.
+
+Real fingerprints cluster: thousands of stored pages hold one of a few dozen SimHashes of one
+page's near-copies, so the band buckets of ``page_snapshots`` (migration 0002) can hold
+thousands of rows. The searches here read instead the band buckets of ``page_simhashes``
+(migration 0012, :mod:`changewatch.store.simhashes`), which hold each stored SimHash about
+once, and then the holders of each SimHash within reach through the ``(simhash,
+url_digest)`` index, in URL-digest order with a ``LIMIT``: :func:`read_nearest` takes only as
+many as the nearer distances left room for, :func:`read_copies` the few a batch can use. A
+cluster of any size costs at most that many index entries a SimHash.
 
 Past distance 3 the pigeonhole guarantee is gone (four differing bits can hit all four
 bands), so a search that cannot promise every match is refused: ``max_distance`` above
@@ -15,10 +23,10 @@ exact distances are computed by :func:`changewatch.decide.nearest`.
 
 A new page's copies (``duplicate_of``) are read exact first: the stored holders of its
 content hash in URL-digest order through the ``(content_sha256, url_digest)`` index
-(migration 0010) with a ``LIMIT`` (:func:`read_holders`), and the bands only for pages whose
+(migration 0010) with a ``LIMIT`` (:func:`read_holders`), and near ones only for pages whose
 content may have no holder left (:func:`read_copies`) — so a content shared by 100,000
-stored pages costs one short index range read, not a read of every copy. A page near, but
-not equal to, a large cluster still reads every row of the cluster that shares its bands.
+stored pages costs one short index range read, not a read of every copy.
+:func:`read_candidates` (every row sharing a band) is the read these replaced.
 """
 
 from __future__ import annotations
