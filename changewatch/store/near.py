@@ -270,7 +270,14 @@ def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> l
     if n <= 0:
         return []
     if conn.dialect.name == "postgresql":
-        params = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
+        # psycopg sends an int as int2, int4 or int8 by its value, and keys its prepared
+        # statements by the types: the band values alone would make 16 statements a
+        # connection, each planned afresh 5 times before Postgres settles on its generic
+        # plan. All as int8: one.
+        from psycopg.types.numeric import Int8
+
+        values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
+        params = {name: Int8(value) for name, value in values.items()}
         rows: Iterable[Any] = conn.execute(_PG_NEAREST, params)
         return [NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows]
     by_distance = _near_values(conn, simhash, max_distance)

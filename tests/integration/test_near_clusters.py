@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch, hamming
-from changewatch.store.near import _PG_NEAREST
+from changewatch.store.near import _PG_NEAREST, read_nearest
 from changewatch.store.tables import (
     SIMHASH_BANDS,
     page_simhashes,
@@ -169,3 +169,20 @@ def test_concurrent_writers_of_the_same_new_simhashes_never_wait(watch: ChangeWa
     assert set(_values(watch)) >= {a, b}
     assert {n.url_digest for n in watch.store.near_duplicates(a, 0)} == {digests[0], digests[2]}
     assert {n.url_digest for n in watch.store.near_duplicates(b, 0)} == {digests[1], digests[3]}
+
+
+def test_one_prepared_statement_whatever_the_band_values(watch: ChangeWatch) -> None:
+    """Postgres: searches for SimHashes whose bands are small and large numbers share one
+    server-side prepared statement on a connection (so its generic plan is reused), where
+    parameters typed by their value would key up to 16."""
+    if watch.store.dialect != "postgresql":
+        pytest.skip("server-side prepared statements are psycopg's")
+    rng = random.Random(11)
+    _insert(watch.store, [rng.getrandbits(64) for _ in range(50)])
+    with watch.store.engine.connect() as conn:
+        for _ in range(200):  # psycopg prepares a statement on its 5th run
+            read_nearest(conn, rng.getrandbits(64), 3, 10)
+        statements = conn.exec_driver_sql(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'WITH near%%'"
+        ).scalar_one()
+    assert statements == 1
