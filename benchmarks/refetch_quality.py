@@ -20,6 +20,12 @@ reported changed, and the median milliseconds a page:
   it: the main content's hash, the page URL passed so that outlinks resolve. Chrome-only and
   outlink changes are counted beside it (``chrome``/``links`` flagged): they are what the
   Decision reports as ``chrome_changed``/``links_changed`` without calling the page changed.
+- ``v4 should_parse`` — the decision itself: each sequence's captures, oldest first, and
+  each pair's two, through :meth:`changewatch.ChangeWatch.should_parse` on a real SQLite
+  store (one per sequence and per pair); a step counts as unchanged when the decision is
+  ``unchanged`` — what a crawler skips. It differs from the row above where the store
+  matters: a redirect stub keeps the stored version (``path="redirect"``), so the page's
+  return is compared with what was stored before it.
 
 Nothing here knows the sites: no file name, host or selector is special-cased.
 
@@ -133,6 +139,9 @@ def v4_fingerprint(page: bytes, url: str) -> tuple[bytes, ...]:
     return (fp.content_sha256, fp.chrome_sha256, fp.links_sha256)
 
 
+#: The methods ``--only`` asked for (``None``: all).
+ONLY: set[str] | None = None
+
 METHODS: dict[str, Callable[[bytes, str], tuple[bytes, ...]]] = {
     "v3 should_parse": v3_should_parse,
     "visible-text SHA-256": visible_sha256,
@@ -166,7 +175,10 @@ def measure(selected: list[Step]) -> dict[str, dict[str, Tally]]:
             cache[path] = gzip.decompress(path.read_bytes())
         return cache[path]
 
-    return {method: _measure_method(run, selected, read) for method, run in METHODS.items()}
+    results = {method: _measure_method(run, selected, read) for method, run in METHODS.items()}
+    if ONLY is None or SHOULD_PARSE in ONLY:
+        results[SHOULD_PARSE] = measure_should_parse(selected, read)
+    return results
 
 
 def _measure_method(
@@ -210,6 +222,59 @@ def _measure_method(
     return tallies
 
 
+SHOULD_PARSE = "v4 should_parse"
+
+
+def measure_should_parse(selected: list[Step], read: Callable[[Path], bytes]) -> dict[str, Tally]:
+    """The tallies of ``should_parse`` over a real store: each sequence in one store, its
+    captures in order, a day apart; each pair in a store of its own."""
+    from datetime import UTC, datetime, timedelta
+
+    from changewatch import ChangeWatch
+
+    tallies = {"sequences": Tally(), "pairs": Tally(), "all": Tally()}
+    clock = [datetime(2026, 1, 1, tzinfo=UTC)]
+    stores: dict[str, ChangeWatch] = {}
+
+    def decide(watch: ChangeWatch, step: Step, path: Path) -> bool:
+        clock[0] += timedelta(days=1)
+        page = read(path)
+        started = time.perf_counter()
+        decision = watch.should_parse(step.url, page)
+        tallies["all"].times_ms.append(1000 * (time.perf_counter() - started))
+        return decision.kind == "unchanged"
+
+    for step in selected:
+        sequence = step.name.startswith("seq:")
+        key = step.name.rsplit(":", 1)[0] if sequence else step.name
+        watch = stores.get(key)
+        if watch is None:
+            watch = stores[key] = ChangeWatch(
+                "sqlite:///:memory:", "memory:", clock=lambda: clock[0]
+            )
+            decide(watch, step, step.before)
+        same = decide(watch, step, step.after)
+        if not sequence:
+            watch.close()
+            del stores[key]
+        for tally in (tallies["sequences" if sequence else "pairs"], tallies["all"]):
+            if step.label == "0":
+                tally.noise += 1
+                tally.noise_unchanged += same
+                if not same:
+                    tally.noise_changed.append(step.name)
+            elif step.label == "1":
+                tally.edits += 1
+                if same:
+                    tally.edits_missed.append(step.name)
+            elif step.label == "markup":
+                tally.markup += 1
+                tally.markup_changed += not same
+    for watch in stores.values():
+        watch.close()
+    return tallies
+
+
 def _rate(hit: int, total: int) -> str:
     return f"{hit}/{total} = {100 * hit / total:.2f}%" if total else "n/a"
 
@@ -244,7 +309,7 @@ def report(results: dict[str, dict[str, Tally]], worst: int) -> str:
             f"- noise steps reported changed: {shown or 'none'}"
             + (f" (and {more} more)" if more > 0 else "")
         )
-        if method.startswith("v4"):
+        if method.startswith("v4") and method != SHOULD_PARSE:
             lines.append(
                 f"- of the steps whose content was unchanged: chrome flagged on "
                 f"{both.chrome_flagged}, outlinks flagged on {both.links_flagged}"
@@ -260,6 +325,8 @@ def main() -> None:
         "--only", action="append", default=[], help="run only these methods (repeatable)"
     )
     args = parser.parse_args()
+    global ONLY
+    ONLY = set(args.only) or None
     if args.only:
         for name in list(METHODS):
             if name not in args.only:

@@ -124,6 +124,11 @@ class Fetched:
             return self._fp.chrome_sha256, self._fp.links_sha256
         return chrome_hashes(self._parts)  # no SimHash needed for these
 
+    def redirect(self) -> str | None:
+        """Where the page sends its reader if it is a redirect stub (parsing it once)."""
+        self.content()
+        return None if self._parts is None else self._parts.redirect
+
     def blocks(self) -> tuple[Block, ...] | None:
         """The page's blocks if they were kept (``with_blocks``) and it was parsed, else
         ``None`` (a binary body, or a page decided without parsing)."""

@@ -8,14 +8,16 @@ to end"), cheapest step first:
    new raw hash is kept, so the next identical re-render takes step 1);
 3. no stored row → ``new`` (:class:`DuplicatePool` names another URL with the same content,
    else the nearest page within the minor distance);
-4. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed`` (a binary
+4. a redirect stub (a meta refresh to another URL, :mod:`changewatch.fingerprint.refresh`)
+   → ``unchanged`` (path ``redirect``), the stored version kept as it was;
+5. SimHash Hamming distance ≤ ``minor_distance`` → ``minor``, otherwise ``changed`` (a binary
    body has no SimHash: other bytes are always ``changed``, path ``binary``, no distance).
 
 A row fingerprinted under older rules (``fingerprint_version``) cannot be compared by the
 new content hash. If the page's bytes equal the stored raw hash, or its content hash under
 the row's own rules (versions 2 and 3: :mod:`changewatch.fingerprint.legacy`) equals the
 stored one, it is ``unchanged`` (path ``refingerprint``) and the row is re-keyed to the new
-rules — never a spurious change; otherwise the SimHash distance decides as in step 4.
+rules — never a spurious change; otherwise the SimHash distance decides as in step 5.
 
 The orchestration (:mod:`changewatch.watch`) looks the snapshots up, asks these functions,
 and writes what they return: lookup → decide → write.
@@ -92,6 +94,10 @@ class FetchedPage(Protocol):
         ``None`` when those rules are not known (or the body is binary)."""
         ...
 
+    def redirect(self) -> str | None:
+        """Where the page sends its reader if it is a redirect stub, else ``None``."""
+        ...
+
 
 def decide_new(
     page: FetchedPage, host: str, url: str | None, canon_version: int
@@ -101,8 +107,16 @@ def decide_new(
     A binary body's path is ``binary`` (it was hashed as bytes, not parsed)."""
     fp = page.fingerprint()
     write = NewPage(page.digest, host, url, canon_version, fp, page.etag, page.last_modified)
-    path: DecisionPath = "binary" if fp.binary else "new"
-    decision = Decision("new", page.url, page.digest, fp.content_sha256, fp.simhash, path=path)
+    path: DecisionPath = "binary" if fp.binary else "redirect" if fp.redirect_to else "new"
+    decision = Decision(
+        "new",
+        page.url,
+        page.digest,
+        fp.content_sha256,
+        fp.simhash,
+        path=path,
+        redirect_to=fp.redirect_to,
+    )
     return decision, write
 
 
@@ -110,7 +124,7 @@ def decide_stored(
     page: FetchedPage, snap: Snapshot, minor_distance: int
 ) -> tuple[Decision, Touch | Change]:
     """A page the store holds (``snap``): the decision and the write it needs (module
-    docstring, steps 1, 2 and 4, and the re-fingerprint rule)."""
+    docstring, steps 1, 2, 4 and 5, and the re-fingerprint rule)."""
     same_rules = snap.fingerprint_version == FINGERPRINT_VERSION
     if snap.raw_sha256 == page.raw and same_rules:
         return _unchanged(page, snap, "raw"), _touch(page, snap)
@@ -141,12 +155,17 @@ def decide_stored(
         # outlinks flags say what else moved (and are stored for the analyst).
         state = chrome_state(page, snap)
         chrome_changed, links_changed = _flags(state)
+        target = page.redirect()
         decision = dataclasses.replace(
-            _unchanged(page, snap, "normalised"),
+            _unchanged(page, snap, "redirect" if target else "normalised"),
             chrome_changed=chrome_changed,
             links_changed=links_changed,
+            redirect_to=target,
         )
         return decision, _touch(page, snap, state=state)
+    target = page.redirect()
+    if target is not None:
+        return _redirected(page, snap, target)
     fp = page.fingerprint()
     state = chrome_state(page, snap)
     chrome_changed, links_changed = _flags(state)
@@ -180,6 +199,14 @@ def decide_stored(
         links_changed=links_changed,
     )
     return decision, change
+
+
+def _redirected(page: FetchedPage, snap: Snapshot, target: str) -> tuple[Decision, Touch]:
+    """A redirect stub in place of the stored page: as for an HTTP redirect, the stored
+    version stays as it was — its raw hash too, so that the page's return is a raw hit, and
+    no validators, so that the next fetch is not answered 304 for the stub."""
+    decision = dataclasses.replace(_unchanged(page, snap, "redirect"), redirect_to=target)
+    return decision, Touch(page.digest, snap.version_count, snap.raw_sha256)
 
 
 def chrome_state(page: FetchedPage, snap: Snapshot) -> ChromeState | None:

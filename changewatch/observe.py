@@ -55,6 +55,7 @@ _PATH_GROUPS = {
     "refingerprint": "normalised",
     "simhash": "changed",
     "binary": "changed",
+    "redirect": "normalised",
     "new": "changed",
 }
 

@@ -117,6 +117,7 @@ def decision_meta(decision: Decision) -> dict[str, Any]:
         "simhash": decision.simhash,
         "chrome_changed": decision.chrome_changed,
         "links_changed": decision.links_changed,
+        "redirect_to": decision.redirect_to,
     }
 
 
@@ -150,7 +151,9 @@ class ChangewatchMiddleware:
     outlinks changed (``links_changed``: its navigation gained a link to a new page) passes
     all the same, marked ``parse: False, links_changed: True``, so that the spider can follow
     its links without parsing it (``CHANGEWATCH_LINKS_CHANGED = "pass"``, the default;
-    ``"drop"`` drops it like any unchanged page).
+    ``"drop"`` drops it like any unchanged page). A redirect stub (``path`` ``"redirect"``: a
+    meta refresh to another URL, ``redirect_to``) is never dropped, so that Scrapy's
+    ``MetaRefreshMiddleware`` or the spider can follow it; ``changewatch/redirect`` counts it.
 
     Failing open: when the store fails (or the page is too large, or its URL cannot be
     canonicalised) the response passes with ``meta["changewatch"] = {"kind": None,
@@ -317,6 +320,11 @@ class ChangewatchMiddleware:
         self._inc(f"changewatch/{kind}")
         if kind == "new" and meta["duplicate_of"] is not None:
             self._inc("changewatch/new/duplicate")
+        if kind == "unchanged" and meta.get("redirect_to"):
+            # A redirect stub: never dropped, so that Scrapy's MetaRefreshMiddleware (or the
+            # spider) follows it to the page it names, which may be new.
+            self._inc("changewatch/redirect")
+            return response
         if kind == "unchanged" and meta.get("links_changed"):
             self._inc("changewatch/links_changed")
             if self.on_links_changed == "pass":

@@ -52,7 +52,7 @@ DecisionKind = Literal["new", "changed", "minor", "unchanged"]
 KINDS: tuple[DecisionKind, ...] = ("new", "changed", "minor", "unchanged")
 #: How a decision was reached (``Decision.path``).
 DecisionPath = Literal[
-    "raw", "normalised", "refingerprint", "not-modified", "simhash", "binary", "new"
+    "raw", "normalised", "refingerprint", "not-modified", "simhash", "binary", "redirect", "new"
 ]
 PATHS: tuple[DecisionPath, ...] = (
     "raw",
@@ -61,6 +61,7 @@ PATHS: tuple[DecisionPath, ...] = (
     "not-modified",
     "simhash",
     "binary",
+    "redirect",
     "new",
 )
 
@@ -117,7 +118,10 @@ class Decision:
     rules, re-keyed), ``"not-modified"`` (an HTTP 304, no body), ``"simhash"``, ``"binary"``
     (a body that is not HTML — PDF, image, archive, executable — hashed as bytes and never
     parsed: ``new`` or, for other bytes, ``changed`` with ``distance`` ``None``, binaries
-    having no SimHash) or ``"new"``.
+    having no SimHash), ``"redirect"`` (a redirect stub: a ``<meta http-equiv="refresh">``
+    sending the reader to another URL within 5 seconds, its URL in ``redirect_to``; on a
+    stored page ``unchanged``, the stored version kept as it was, as for an HTTP redirect;
+    on a new URL ``new``) or ``"new"``.
     ``reverted_to`` is, for a ``changed`` or ``minor`` page, the number of an earlier version
     (among the last ``flip_window``) whose normalised content it equals again — a flip-flop;
     ``None`` otherwise. ``chrome_changed``/``links_changed``: the page's chrome (menus,
@@ -137,6 +141,7 @@ class Decision:
     reverted_to: int | None = None
     chrome_changed: bool = False
     links_changed: bool = False
+    redirect_to: str | None = None
 
     def __bool__(self) -> bool:
         return self.kind != "unchanged"

@@ -45,6 +45,8 @@ class Fingerprint:
     ``chrome_sha256``: SHA-256 of the chrome's normalised text; ``links_sha256``: SHA-256 of
     the sorted canonical outlinks (both :data:`EMPTY_SHA256` when there are none).
     ``blocks``: per-block keys and hashes, when asked for (``fingerprint(with_blocks=True)``).
+    ``redirect_to``: for a redirect stub (a ``<meta http-equiv="refresh">`` that sends the
+    reader to another URL at once, :mod:`~changewatch.fingerprint.refresh`), that URL.
     """
 
     raw_sha256: bytes
@@ -56,6 +58,7 @@ class Fingerprint:
     chrome_sha256: bytes = EMPTY_SHA256
     links_sha256: bytes = EMPTY_SHA256
     blocks: tuple[Block, ...] = ()
+    redirect_to: str | None = None
 
     def __post_init__(self) -> None:
         digests = (self.raw_sha256, self.content_sha256, self.chrome_sha256, self.links_sha256)
@@ -145,6 +148,7 @@ def parts_fingerprint(raw: bytes, parts: PageParts) -> Fingerprint:
         chrome_sha256=chrome,
         links_sha256=links,
         blocks=parts.blocks,
+        redirect_to=parts.redirect,
     )
 
 

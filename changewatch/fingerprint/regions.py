@@ -57,6 +57,10 @@ __all__ = [
 
 #: A block of at least this many words, under half of them in links, is prose.
 PROSE_MIN_WORDS = 7
+#: A sentence around a link ("npm shares account data as mentioned in the section about
+#: account data."): up to two thirds of a block may be link text if the rest holds at least
+#: this many characters — a menu or a list of links has next to none of its own.
+PROSE_MIN_OWN_CHARS = 32
 #: Without an explicit main marker, main blocks holding fewer than this share of the words
 #: mean the landmarks cannot be trusted: every block is main.
 MIN_MAIN_SHARE = 0.25
@@ -96,13 +100,16 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class PageParts:
-    """The normalised texts of a page's main content and chrome, and its outlinks."""
+    """The normalised texts of a page's main content and chrome, and its outlinks;
+    ``redirect``: where the page sends its reader if it is a redirect stub
+    (:mod:`~changewatch.fingerprint.refresh`)."""
 
     content: str
     chrome: str
     links: tuple[str, ...]
     blocks: tuple[Block, ...] = ()
     main_marked: bool = False
+    redirect: str | None = None
 
 
 def _hash8(text: str) -> bytes:
@@ -122,9 +129,11 @@ def block_shape(text: str) -> str:
 
 
 def _is_prose(text: str, link_chars: int) -> bool:
-    return 2 * link_chars <= len(text) and len(text.split(None, PROSE_MIN_WORDS)) >= (
-        PROSE_MIN_WORDS
-    )
+    if 2 * link_chars > len(text) and (
+        3 * link_chars > 2 * len(text) or len(text) - link_chars < PROSE_MIN_OWN_CHARS
+    ):
+        return False
+    return len(text.split(None, PROSE_MIN_WORDS)) >= PROSE_MIN_WORDS
 
 
 def classify(

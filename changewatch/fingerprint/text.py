@@ -14,6 +14,7 @@ from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
 from changewatch.fingerprint.guard import MAX_NESTING, normalise_bounded, too_deep
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
+from changewatch.fingerprint.refresh import redirect_target, stub_sized
 from changewatch.fingerprint.regions import (
     SEPARATOR,
     Block,
@@ -168,8 +169,9 @@ def _page_parts(
     if found is None:
         return PageParts("", "", ())
     root = tree.root
+    redirect = redirect_target(found.refresh, found.base, url) if found.refresh else None
     if not rules.regions and not found.policy_main:
-        return _flat_text(tree, rules, url, with_blocks)
+        return _flat_text(tree, rules, url, with_blocks, redirect)
     hrefs: list[str] = []
     segments = segment(root, found.main_ids, found.chrome_ids, hrefs) if root is not None else []
     links = outlinks(hrefs, found.base, url)
@@ -178,7 +180,9 @@ def _page_parts(
     if len(pieces) != len(segments):
         # A separator in the page's own text (the parser leaves none; kept as a guard): the
         # blocks cannot be told apart after normalising, so all of the text is content.
-        return PageParts(_strip(rules, joined.replace(SEPARATOR, " ")), "", links)
+        text = _strip(rules, joined.replace(SEPARATOR, " "))  # (and a page without text)
+        stub = redirect if redirect is not None and stub_sized(text) else None
+        return PageParts(text, "", links, redirect=stub)
     pieces = _strip_pieces(rules, joined, pieces)
     if found.policy_main or rules.regions:
         main = classify(
@@ -190,12 +194,21 @@ def _page_parts(
         segments, pieces, main, volatile_blocks=volatile_blocks, with_blocks=with_blocks
     )
     return PageParts(
-        content, "" if rules.boilerplate else chrome, links, blocks, bool(found.main_ids)
+        content,
+        "" if rules.boilerplate else chrome,
+        links,
+        blocks,
+        bool(found.main_ids),
+        redirect if redirect is not None and stub_sized(content) else None,
     )
 
 
 def _flat_text(
-    tree: LexborHTMLParser, rules: FingerprintPolicy, url: str | None, with_blocks: bool
+    tree: LexborHTMLParser,
+    rules: FingerprintPolicy,
+    url: str | None,
+    with_blocks: bool,
+    redirect: str | None,
 ) -> PageParts:
     """``regions = false``: all visible text is content, read by lexbor in one call (the
     speed of version 3), stamps judged with the whole text as one block. The blocks, when
@@ -218,7 +231,8 @@ def _flat_text(
         texts = [normalise_text(s.text) for s in segments]
         pieces = _strip_pieces(rules, " ".join(texts), texts)
         blocks = split_regions(segments, pieces, [True] * len(segments), with_blocks=True)[2]
-    return PageParts(text, "", links, blocks)
+    stub = redirect if redirect is not None and stub_sized(text) else None
+    return PageParts(text, "", links, blocks, redirect=stub)
 
 
 def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:

@@ -18,12 +18,18 @@ from changewatch.fingerprint.policy import DROPPED_TAGS, HIDDEN_SELECTOR, Finger
 __all__ = ["Structure", "drop_invisible", "prepare"]
 
 _DROPPED = frozenset(DROPPED_TAGS)
-_INVISIBLE_SELECTOR = ", ".join((*DROPPED_TAGS, HIDDEN_SELECTOR, "[aria-controls]"))
-_HIDDEN_SELECTOR = f"{HIDDEN_SELECTOR}, [aria-controls]"
+#: A refresh (a client-side redirect, :mod:`~changewatch.fingerprint.refresh`) is looked for
+#: in every query: a page with regions off can be a redirect stub too.
+_REFRESH_SELECTOR = "meta[http-equiv]"
+_INVISIBLE_SELECTOR = ", ".join(
+    (*DROPPED_TAGS, HIDDEN_SELECTOR, "[aria-controls]", _REFRESH_SELECTOR)
+)
+_HIDDEN_SELECTOR = f"{HIDDEN_SELECTOR}, [aria-controls], {_REFRESH_SELECTOR}"
 #: What may mark a region (sorted out in Python by :func:`_record`, cheaper than one CSS
 #: alternative per role): MAIN_SELECTOR and CHROME_SELECTOR of blocks.py, and <base href>.
 _MARKER_SELECTOR = (
-    "main, article, nav, aside, header, footer, dialog, [role], [itemprop], [aria-modal], "
+    "main, article, nav, aside, header, footer, dialog, details, [role], [itemprop], "
+    "[aria-modal], "
     "[id*='cookie' i], [class*='cookie' i], [id*='consent' i], [class*='consent' i], "
     "base[href]"
 )
@@ -108,7 +114,21 @@ def _drop_sorted(nodes: list[Any], top: int | None, out: Structure) -> bool:
 
 
 def _record(node: Any, tag: str, attributes: dict[str, str | None], out: Structure) -> None:
-    """Note a node that matched :data:`_MARKER_SELECTOR` as main, chrome or the base URL."""
+    """Note a node that matched :data:`_MARKER_SELECTOR` as main, chrome or the base URL, or
+    :data:`_REFRESH_SELECTOR` as the page's refresh."""
+    if tag == "meta":
+        equiv, content = attributes.get("http-equiv"), attributes.get("content")
+        if (
+            isinstance(equiv, str)
+            and equiv.strip().lower() == "refresh"
+            and isinstance(content, str)
+        ):
+            out.refresh = content  # last first: the first refresh of the page wins
+        return
+    if tag == "details":
+        if _discloses_navigation(node):
+            out.chrome_ids.add(node.mem_id)
+        return
     if tag == "base":
         href = attributes.get("href")
         if isinstance(href, str) and href.strip():
@@ -127,6 +147,27 @@ def _record(node: Any, tag: str, attributes: dict[str, str | None], out: Structu
         out.main_ids.add(node.mem_id)
     elif tag in _REGION_TAGS or role in _REGION_ROLES or _is_marked_chrome(tag, attributes):
         out.chrome_ids.add(node.mem_id)
+
+
+def _discloses_navigation(node: Any) -> bool:
+    """Whether a ``details`` element is a navigation's disclosure widget — its children are
+    its ``summary`` and navigation (``nav``, ``[role=navigation]``) only, as a collapsible
+    menu or table of contents is built: then its label ("Menu", "On this page", "See
+    details") is navigation too. A ``details`` holding anything else is content (an FAQ)."""
+    navigation = False
+    for child in node.iter(include_text=True):
+        tag = child.tag
+        if tag == "-text":
+            if not child.is_empty_text_node:
+                return False
+            continue
+        if tag in ("summary", "-comment"):
+            continue
+        role = child.attributes.get("role")
+        if tag != "nav" and not (isinstance(role, str) and role.strip().lower() == "navigation"):
+            return False
+        navigation = True
+    return navigation
 
 
 def _is_marked_chrome(tag: str, attributes: dict[str, str | None]) -> bool:
@@ -159,10 +200,12 @@ def _is_hidden(tag: str, attributes: dict[str, str | None]) -> bool:
 
 @dataclass(slots=True)
 class Structure:
-    """Where a page's regions are (``mem_id`` sets) and its ``<base href>`` as written."""
+    """Where a page's regions are (``mem_id`` sets), its ``<base href>`` and its refresh."""
 
     main_ids: set[int] = field(default_factory=set)
     chrome_ids: set[int] = field(default_factory=set)
     base: str | None = None
     #: A policy ``main`` selector matched: its match is the main region, all else chrome.
     policy_main: bool = False
+    #: The ``content`` of the page's first ``<meta http-equiv="refresh">``, as written.
+    refresh: str | None = None

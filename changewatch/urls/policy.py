@@ -274,6 +274,11 @@ class CanonPolicy:
         # The rules when no host has its own (what canonicalise looks up first).
         object.__setattr__(self, "_everywhere", None if hosts else self.default)
 
+    def __reduce__(self) -> tuple[Any, tuple[HostPolicy, dict[str, HostPolicy], int]]:
+        """Pickled (and deep-copied) as its arguments, built again on load: the read-only
+        maps it keeps cannot be pickled (a policy crosses to worker processes)."""
+        return (CanonPolicy, (self.default, dict(self.hosts), self.max_length))
+
     def rules_for(self, host: str) -> HostPolicy:
         """The rules for a canonical host name (no port).
 

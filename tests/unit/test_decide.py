@@ -27,7 +27,7 @@ class _Fetched:
     def __init__(self, html: str, url: str = "https://example.com/a") -> None:
         self.url = url
         self.digest = b"d" * 16
-        self.fp = fingerprint(html)
+        self.fp = fingerprint(html, url=url)
         self.raw = self.fp.raw_sha256
         self.etag = None
         self.last_modified = None
@@ -46,6 +46,10 @@ class _Fetched:
 
     def legacy_content(self, version: int) -> bytes | None:
         return None
+
+    def redirect(self) -> str | None:
+        self.parsed += 1
+        return self.fp.redirect_to
 
 
 def _snap(html: str, *, version: int = FINGERPRINT_VERSION) -> Snapshot:
@@ -173,3 +177,56 @@ def test_a_batch_of_template_pages_costs_linear_time() -> None:
     small = min(_cluster_batch(2_000, rng) for _ in range(3))
     large = min(_cluster_batch(8_000, rng) for _ in range(3))
     assert large / small < 8, (small, large)
+
+
+_STUB = (
+    '<html><head><title>Redirecting</title><meta http-equiv="refresh" '
+    'content="0; url=https://example.com/a/"></head><body><p>You should be redirected '
+    'quickly, if not <a href="https://example.com/a/">click here</a>.</p></body></html>'
+)
+_PAGE = "<main><p>The terms of service say what you may do with the service.</p></main>"
+
+
+def test_a_redirect_stub_in_place_of_a_stored_page_keeps_the_stored_version() -> None:
+    """A meta-refresh stub is an HTTP redirect in a body: ``unchanged`` (path ``redirect``)
+    with its target named, and the touch keeps the stored raw hash and validators, so that
+    the page's return is a raw hit and no 304 is ever answered for the stub."""
+    snap = _snap(_PAGE)
+    decision, write = decide_stored(_Fetched(_STUB), snap, 3)
+    assert (decision.kind, decision.path) == ("unchanged", "redirect")
+    assert decision.redirect_to == "https://example.com/a/"
+    assert decision.content_sha256 == snap.content_sha256
+    assert not decision
+    assert isinstance(write, Touch)
+    assert (write.raw_sha256, write.etag, write.last_modified, write.fp) == (
+        snap.raw_sha256,
+        None,
+        None,
+        None,
+    )
+
+
+def test_a_new_redirect_stub_is_new_with_its_target() -> None:
+    decision, _ = decide_new(_Fetched(_STUB), "example.com", "https://example.com/a", 1)
+    assert (decision.kind, decision.path) == ("new", "redirect")
+    assert decision.redirect_to == "https://example.com/a/"
+
+
+def test_a_refresh_that_reloads_the_page_or_fires_late_is_content() -> None:
+    """A refresh to the page itself, without a URL, or after more than 5 seconds is no
+    redirect: the page's text is compared as any page's is."""
+    for content in ("0; url=https://example.com/a", "30", "60; url=/elsewhere"):
+        html = f'<meta http-equiv="refresh" content="{content}"><p>Live scores of tonight</p>'
+        decision, write = decide_stored(_Fetched(html), _snap(_PAGE), 3)
+        assert decision.kind == "changed", content
+        assert decision.redirect_to is None
+        assert isinstance(write, Change)
+
+
+def test_a_stored_stub_seen_again_with_other_bytes_still_names_its_target() -> None:
+    """A stub stored as a new page's first version, fetched again with other bytes but the
+    same text: unchanged, path ``redirect``, the target named."""
+    other = _STUB.replace("<title>", "<!-- build 2 --><title>")
+    decision, _ = decide_stored(_Fetched(other), _snap(_STUB), 3)
+    assert (decision.kind, decision.path) == ("unchanged", "redirect")
+    assert decision.redirect_to == "https://example.com/a/"

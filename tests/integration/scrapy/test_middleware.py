@@ -70,6 +70,23 @@ def test_new_then_unchanged_is_dropped(make: Make) -> None:
     assert stats.get_value("changewatch/dropped") == 1
 
 
+def test_a_redirect_stub_of_a_stored_page_is_never_dropped(make: Make) -> None:
+    """A meta-refresh stub in place of a stored page is unchanged (the stored version kept)
+    but passes, marked ``redirect_to``, so that MetaRefreshMiddleware or the spider follows
+    it to the page it names."""
+    middleware, stats = make()
+    request, response = _response("http://example.com/p", PAGE.encode())
+    middleware.process_response(request, response)
+    stub = b'<meta http-equiv="refresh" content="0; url=/p/"><p>Redirecting</p>'
+    request, response = _response("http://example.com/p", stub)
+    assert middleware.process_response(request, response) is response
+    meta = request.meta["changewatch"]
+    assert (meta["kind"], meta["path"], meta["parse"]) == ("unchanged", "redirect", False)
+    assert meta["redirect_to"] == "http://example.com/p/"
+    assert stats.get_value("changewatch/redirect") == 1
+    assert stats.get_value("changewatch/dropped") is None
+
+
 def test_pass_mode_attaches_unchanged(make: Make) -> None:
     """With CHANGEWATCH_UNCHANGED = "pass" an unchanged page reaches the spider, marked."""
     middleware, stats = make(CHANGEWATCH_UNCHANGED="pass")

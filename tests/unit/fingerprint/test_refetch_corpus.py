@@ -72,9 +72,10 @@ def test_no_labelled_real_edit_is_reported_unchanged(outcomes: dict[str, list[st
 
 def test_noise_only_refetches_are_unchanged(outcomes: dict[str, list[str]]) -> None:
     """At least 98% of the 415 noise steps keep their content_sha256 (version 3 and a plain
-    visible-text SHA-256: 93.0%; version 4 408); the seven left are a redirect stub captured
-    and gone (2), a site redesign that dropped its <main> (2, a sequence step and its pair),
-    a sentence and a name added to other documents of the page, and a link added around a URL
+    visible-text SHA-256: 93.0%; version 4: 409); the six left are a redirect stub captured
+    and gone (2: should_parse keeps the stored version, tests/integration/
+    test_refetch_decisions.py), a site redesign that dropped its <main>, a sentence and a
+    name added to other documents of the page, and a link added around a URL
     (docs/fingerprints.md lists them)."""
     unchanged, changed = len(outcomes["0 unchanged"]), len(outcomes["0 changed"])
     assert unchanged + changed == 415
