@@ -252,7 +252,7 @@ _HOLDERS_OF = (
     sa.select(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
     .where(_SNAP.simhash == sa.bindparam("v", type_=_SNAP.simhash.type))
     .order_by(_SNAP.url_digest)
-    .limit(sa.bindparam("n"))
+    .limit(sa.bindparam("n", type_=sa.Integer))
 )
 
 

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch, hamming
-from changewatch.store.near import _PG_NEAREST, read_nearest
+from changewatch.store.near import _HOLDERS_OF, _PG_NEAREST, _SHARING, read_nearest
 from changewatch.store.tables import (
     SIMHASH_BANDS,
     page_simhashes,
@@ -186,3 +186,30 @@ def test_one_prepared_statement_whatever_the_band_values(watch: ChangeWatch) -> 
             "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'WITH near%%'"
         ).scalar_one()
     assert statements == 1
+
+
+def test_sqlite_reads_the_distinct_simhashes_through_their_band_indexes(
+    watch: ChangeWatch,
+) -> None:
+    """SQLite: the band lookup of page_simhashes searches its four band indexes, and a
+    SimHash's holders are read through (simhash, url_digest) — no table scan."""
+    if watch.store.dialect != "sqlite":
+        pytest.skip("Postgres' plan is checked above")
+    rng = random.Random(13)
+    _insert(watch.store, [rng.getrandbits(64) for _ in range(2000)])
+    with watch.store.engine.begin() as conn:
+        conn.exec_driver_sql("ANALYZE")
+    params = {f"b{b}": simhash_band(rng.getrandbits(64), b) for b in range(SIMHASH_BANDS)}
+    with watch.store.engine.connect() as conn:
+        plans = []
+        for statement, values in ((_SHARING, params), (_HOLDERS_OF, {"v": 5, "n": 10})):
+            sql = statement.params(**values).compile(
+                dialect=conn.dialect, compile_kwargs={"literal_binds": True}
+            )
+            rows = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}").all()
+            plans.append("\n".join(str(r[-1]) for r in rows))
+    sharing, holders = plans
+    for name in simhash_band_index_names("page_simhashes"):
+        assert name in sharing, sharing
+    assert "SCAN page_simhashes" not in sharing, sharing
+    assert "ix_page_snapshots_simhash_url_digest" in holders, holders
