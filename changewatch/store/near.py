@@ -54,6 +54,7 @@ from changewatch.values import NearCandidate
 __all__ = ["read_candidates", "read_copies", "read_holders", "read_nearest"]
 
 _SNAP = page_snapshots.c
+_VALUES = page_simhashes.c
 
 
 def _band_select(band: int) -> sa.Select[Any]:
@@ -171,10 +172,42 @@ def read_copies(
     for h in holders:
         held[h.content_sha256] = held.get(h.content_sha256, 0) + 1
     lacking = {v for c, v in pages if v is not None and held.get(c, 0) < per_content}
-    near = {v for s in lacking for vs in _near_values(conn, s, radius).values() for v in vs}
-    near |= lacking  # distance 0: _near_values leaves the SimHash itself out
+    near = _near_any(conn, lacking, radius)
     copies = [c for v in sorted(near) for c in _holders_of(conn, [v], per_content)]
     return _unique([*holders, *copies])
+
+
+# SQLite: the distinct stored SimHashes sharing a band with any of several, in one statement.
+_SHARING_ANY = sa.union(
+    *(
+        sa.select(_VALUES.simhash).where(
+            simhash_band_expr(_VALUES.simhash, band).in_(sa.bindparam(f"b{band}", expanding=True))
+        )
+        for band in range(SIMHASH_BANDS)
+    )
+)
+
+
+def _near_any(conn: Connection, simhashes: set[int], radius: int) -> set[int]:
+    """The distinct stored SimHashes within ``radius`` (0 included) of any of
+    ``simhashes``: one read of the band buckets of ``page_simhashes``, then each found
+    value compared with the SimHashes it shares a band with."""
+    if not simhashes:
+        return set()
+    by_band: list[dict[int, list[int]]] = [{} for _ in range(SIMHASH_BANDS)]
+    for s in simhashes:
+        for band in range(SIMHASH_BANDS):
+            by_band[band].setdefault(simhash_band(s, band), []).append(s)
+    params = {f"b{band}": sorted(by_band[band]) for band in range(SIMHASH_BANDS)}
+    return {
+        value
+        for (value,) in conn.execute(_SHARING_ANY, params)
+        if any(
+            hamming(value, s) <= radius
+            for band in range(SIMHASH_BANDS)
+            for s in by_band[band].get(simhash_band(value, band), ())
+        )
+    }
 
 
 def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
@@ -236,7 +269,6 @@ def _pg_nearest() -> sa.TextualSelect:
 
 _PG_NEAREST = _pg_nearest()
 
-_VALUES = page_simhashes.c
 
 # SQLite: the distinct stored SimHashes sharing a band with one SimHash, then the holders of
 # each, bounded as on Postgres (in-process, so one small statement each costs little).
