@@ -12,7 +12,7 @@ SQLite (temp file) and Postgres (a scratch database, dropped at the end). Every 
 checked to be ``new`` with a ``duplicate_of`` in its cluster.
 
     python benchmarks/duplicate_clusters.py [--sizes 500,6000,100000] [--repeats 7]
-        [--pages 20] [--no-postgres] [--pg-url ADMIN_URL] [--quick]
+        [--pages 20] [--no-postgres] [--pg-url ADMIN_URL] [--db-prefix NAME] [--quick]
 
 The clusters are made by copying the first stored row of each under new URL digests in one
 ``INSERT … SELECT`` (snapshot rows only: a decision reads no history).
@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page", default="001", help="corpus page the clusters are made of")
     ap.add_argument("--pg-url", default=os.environ.get("CHANGEWATCH_BENCH_PG_URL", PG_ADMIN))
     ap.add_argument("--no-postgres", action="store_true")
+    ap.add_argument("--db-prefix", default="changewatch_bench_clusters")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows += measure(f"sqlite:///{tmp}/clusters.db", "sqlite", html, sizes, args)
     if not args.no_postgres:
-        with scratch_database(args.pg_url, "changewatch_bench_clusters") as url:
+        with scratch_database(args.pg_url, args.db_prefix) as url:
             rows += measure(url, "postgres", html, sizes, args)
     print(
         f"A new page joining a cluster of stored copies: median per page over {args.repeats} "

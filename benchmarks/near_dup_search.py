@@ -11,17 +11,25 @@ neighbours at distances 1, 2 and 3. Then, in the same run:
   ``--scan-queries`` of the same queries (each reads the whole table);
 * ``SELECT`` every SimHash once into a numpy array, then XOR + popcount per query.
 
-Every band-index answer is checked against the SQL scan for the scanned queries, and every
-planted neighbour must be found. Output is a markdown table (``--json`` for machines).
+* the previous read (``changewatch.store.near.read_candidates``: every stored row sharing a
+  band with the query, then the exact filter and sort in Python) over ``--old-queries`` of the
+  same queries (200), the figure ``near_duplicates`` had before migration 0012.
+
+Every ``near_duplicates`` answer is compared with the SQL scan for the scanned queries: its
+recall is the share of the scan's first ``limit`` matches (by distance, then URL digest) it
+returned, and it must be exactly that list. Every planted neighbour must be found. Output is
+a markdown table (``--json`` for machines).
 
 ``--mode real`` stores SimHashes made from the corpus's real pages instead
 (``benchmarks/_real_fingerprints.py``: clusters of near-copies, 30% of the rows, beside
 unrelated real texts) and queries with fresh near-copies and fresh unrelated texts; there
-are no planted neighbours, and a query near a large cluster reads every copy sharing its
-bands (``near_duplicates`` returns the nearest ``limit``, 100).
+are no planted neighbours. ``near_duplicates`` returns the nearest ``limit`` (100), reading
+the band buckets of the distinct SimHashes and at most as many holders a SimHash as are
+still wanted; the previous read took every row of a cluster sharing a band.
 
     python benchmarks/near_dup_search.py [--quick] [--rows N] [--queries N] [--mode real]
-        [--scan-queries N] [--pg-url ADMIN_URL]  (or $CHANGEWATCH_BENCH_PG_URL) [--json]
+        [--scan-queries N] [--old-queries N] [--pg-url ADMIN_URL]
+        (or $CHANGEWATCH_BENCH_PG_URL) [--db-prefix NAME] [--json]
 """
 
 from __future__ import annotations
@@ -42,13 +50,17 @@ import psycopg
 from _common import log, percentile, scratch_database
 from sqlalchemy.engine import make_url
 
+from changewatch.decide import nearest
 from changewatch.store import create_engine, open_store
 from changewatch.store.migrate import upgrade
+from changewatch.store.near import read_candidates
 from changewatch.store.tables import to_signed64, to_unsigned64
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 MAX_DISTANCE = 3
-TARGET_P99_MS = 10.0
+LIMIT = 100
+#: The issue's targets: p99 ≤ 1 ms at 1M stored pages, ≤ 2 ms at 10M.
+TARGET_P99_MS = {1_000_000: 1.0, 10_000_000: 2.0}
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
@@ -80,7 +92,8 @@ def digest_of(n: int) -> bytes:
 
 
 def fill(database_url: str, values: list[int]) -> float:
-    """COPY the synthetic rows in; seconds taken (then ANALYZE)."""
+    """COPY the rows in (the triggers of migration 0012 fill page_simhashes as they go);
+    seconds taken (then VACUUM ANALYZE)."""
     dsn = make_url(database_url).set(drivername="postgresql").render_as_string(False)
     columns = (
         "url_digest, host, url, canon_version, fingerprint_version, raw_sha256, content_sha256,"
@@ -112,12 +125,17 @@ def fill(database_url: str, values: list[int]) -> float:
                 )
         conn.commit()
         conn.autocommit = True
-        conn.execute("ANALYZE page_snapshots")
-    return time.perf_counter() - started
+        filled = time.perf_counter() - started
+        # As autovacuum would leave a settled table: statistics, and the visibility map that
+        # lets index-only scans skip the heap.
+        conn.execute("VACUUM ANALYZE page_snapshots")
+        conn.execute("VACUUM ANALYZE page_simhashes")
+    return filled
 
 
 def relation_sizes(url: str) -> dict[str, int]:
-    """page_snapshots' heap (with TOAST), each of its indexes, and the total."""
+    """page_snapshots' heap (with TOAST), each of its indexes, and the total; then
+    page_simhashes' heap and indexes."""
     dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE page_snapshots")
@@ -128,8 +146,17 @@ def relation_sizes(url: str) -> dict[str, int]:
             "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index "
             "WHERE indrelid = 'page_snapshots'::regclass ORDER BY 2 DESC"
         ).fetchall()
+        values = conn.execute(
+            "SELECT pg_table_size('page_simhashes'), pg_indexes_size('page_simhashes')"
+        ).fetchone()
     assert heap is not None
-    return {"page_snapshots (heap + TOAST)": heap[0]} | dict(indexes) | {"total": heap[1]}
+    assert values is not None
+    return (
+        {"page_snapshots (heap + TOAST)": heap[0]}
+        | dict(indexes)
+        | {"total": heap[1]}
+        | {"page_simhashes (heap)": values[0], "page_simhashes (4 band indexes)": values[1]}
+    )
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -161,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default=os.environ.get("CHANGEWATCH_BENCH_PG_URL", PG_ADMIN))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--mode", choices=("random", "real"), default="random")
+    parser.add_argument("--old-queries", type=int, default=200)
+    parser.add_argument("--db-prefix", default="cw_bench_neardup")
     args = parser.parse_args(argv)
     rows = args.rows or (50_000 if args.quick else 1_000_000)
     scan_queries = args.scan_queries or (50 if args.quick else 30)
@@ -172,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         planted: dict[int, set[int]] = {}
     else:
         values, queries, planted = make_data(rows, args.queries, args.seed)
-    with scratch_database(args.pg_url, "cw_bench_neardup") as url:
+    with scratch_database(args.pg_url, args.db_prefix) as url:
         engine = create_engine(url)
         upgrade(engine)
         engine.dispose()
@@ -180,18 +209,19 @@ def main(argv: list[str] | None = None) -> int:
         log(f"filled {rows:,} rows in {fill_s:.1f} s")
         store = open_store(url)
         try:
-            results = run(store, url, values, queries, planted, scan_queries)
+            results = run(store, url, queries, planted, scan_queries, args.old_queries)
             server = store.engine.dialect.server_version_info
             sizes = relation_sizes(url)
         finally:
             store.close()
+    target = next((t for n, t in sorted(TARGET_P99_MS.items()) if rows <= n), 2.0)
     meta = {
         "rows": rows,
         "queries": len(queries),
         "max_distance": MAX_DISTANCE,
         "fill_s": round(fill_s, 1),
         "postgres": ".".join(map(str, server or ())),
-        "target_p99_ms": TARGET_P99_MS,
+        "target_p99_ms": target,
         "mode": args.mode,
     }
     if args.json:
@@ -221,53 +251,62 @@ def main(argv: list[str] | None = None) -> int:
     for name, size in sizes.items():
         print(f"| {name} | {size / 1e6:,.1f} | {size / rows:,.1f} |")
     band = results[0]
-    verdict = "met" if band["p99_ms"] <= TARGET_P99_MS else "MISSED"
-    print(f"\nTarget p99 ≤ {TARGET_P99_MS:g} ms for near_duplicates: {verdict}.")
+    verdict = "met" if band["p99_ms"] <= target else "MISSED"
+    print(f"\nTarget p99 ≤ {target:g} ms for near_duplicates at {rows:,}: {verdict}.")
     return 0
 
 
 def run(
     store: Any,
     url: str,
-    values: list[int],
     queries: list[int],
     planted: dict[int, set[int]],
     scan_queries: int,
+    old_queries: int,
 ) -> list[dict[str, Any]]:
     for q in queries[:20]:  # warm the pool, the statement cache and the index pages
         store.near_duplicates(q, MAX_DISTANCE)
     band_ms: list[float] = []
-    answers: list[set[bytes]] = []
+    answers: list[list[bytes]] = []
     for q in queries:
-        ms, found = timed(lambda q=q: store.near_duplicates(q, MAX_DISTANCE))
+        ms, found = timed(lambda q=q: store.near_duplicates(q, MAX_DISTANCE, limit=LIMIT))
         band_ms.append(ms)
-        answers.append({n.url_digest for n in found})
+        answers.append([n.url_digest for n in found])
     for q_index, rows in planted.items():
-        missing = {digest_of(n) for n in rows} - answers[q_index]
+        missing = {digest_of(n) for n in rows} - set(answers[q_index])
         assert not missing, f"query {q_index}: planted neighbours not found"
     mean_found = statistics.fmean(len(a) for a in answers)
-    capped = sum(len(a) == 100 for a in answers)
+    capped = sum(len(a) == LIMIT for a in answers)
 
+    old_ms: list[float] = []
+    for q_index, q in enumerate(queries[:old_queries]):
+        ms, old = timed(lambda q=q: old_read(store, q))
+        old_ms.append(ms)
+        assert [n.url_digest for n in old] == answers[q_index], f"query {q_index}: differs"
     dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
     scan_ms: list[float] = []
+    wanted = returned = 0
     with psycopg.connect(dsn, autocommit=True) as conn:
         for q_index in range(scan_queries):
             signed = to_signed64(queries[q_index])
             ms, rows = timed(
                 lambda signed=signed: conn.execute(
-                    "SELECT url_digest FROM page_snapshots"
-                    " WHERE bit_count((simhash # %s::bigint)::bit(64)) <= %s",
-                    (signed, MAX_DISTANCE),
+                    "SELECT url_digest, bit_count((simhash # %s::bigint)::bit(64)) AS d"
+                    " FROM page_snapshots WHERE bit_count((simhash # %s::bigint)::bit(64)) <= %s",
+                    (signed, signed, MAX_DISTANCE),
                 ).fetchall()
             )
             scan_ms.append(ms)
-            # near_duplicates answers the nearest 100 (its limit): all of them are matches
-            everything = {bytes(r[0]) for r in rows}
-            assert answers[q_index] <= everything, f"query {q_index}: a wrong match"
-            assert len(answers[q_index]) == min(100, len(everything)), f"query {q_index} differs"
+            # The scan's first LIMIT matches by (distance, digest): what near_duplicates owes.
+            expected = [bytes(d) for d, _ in sorted(rows, key=lambda r: (r[1], bytes(r[0])))]
+            expected = expected[:LIMIT]
+            wanted += len(expected)
+            returned += len(set(expected) & set(answers[q_index]))
+            assert answers[q_index] == expected, f"query {q_index}: differs from the scan"
         load_ms, stored = timed(
             lambda: conn.execute("SELECT simhash FROM page_snapshots").fetchall()
         )
+    recall = returned / wanted if wanted else 1.0
     array = np.fromiter((to_unsigned64(r[0]) for r in stored), dtype=np.uint64, count=len(stored))
     numpy_ms: list[float] = []
     for q in queries:
@@ -275,17 +314,23 @@ def run(
             lambda q=q: np.flatnonzero(np.bitwise_count(array ^ np.uint64(q)) <= MAX_DISTANCE)
         )
         numpy_ms.append(ms)
+    planted_note = "; every planted neighbour found" if planted else ""
     return [
         summary(
-            "near_duplicates (4 band indexes)",
+            "near_duplicates (distinct-SimHash bands, bounded holders)",
             band_ms,
-            f"{mean_found:.2f} matches/query ({capped} at the limit of 100); every planted "
-            "neighbour found",
+            f"{mean_found:.2f} matches/query ({capped} at the limit of {LIMIT}){planted_note}",
+        ),
+        summary(
+            "previous read: every row sharing a band",
+            old_ms,
+            f"first {len(old_ms)} queries (read_candidates + exact filter in Python); same answers",
         ),
         summary(
             "SQL full scan, bit_count",
             scan_ms,
-            f"first {scan_queries} queries; near_duplicates' answers all among its matches",
+            f"first {scan_queries} queries; recall of near_duplicates vs the scan's first "
+            f"{LIMIT}: {recall:.4f} ({returned:,} of {wanted:,}), every answer identical",
         ),
         summary(
             "SELECT all + numpy popcount",
@@ -293,6 +338,13 @@ def run(
             f"per query, after loading all {len(stored):,} SimHashes once in {load_ms:,.0f} ms",
         ),
     ]
+
+
+def old_read(store: Any, q: int) -> list[Any]:
+    """The read near_duplicates made before migration 0012: all rows sharing a band."""
+    with store.engine.connect() as conn:
+        candidates = read_candidates(conn, [q])
+    return nearest(q, candidates, MAX_DISTANCE, None, LIMIT)
 
 
 if __name__ == "__main__":

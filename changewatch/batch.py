@@ -331,16 +331,18 @@ def _with_duplicates(
     URL digests — one more than the stored pages this batch moves to another content, so
     the smallest holder left when a page is decided is among those read — in bounded index
     reads, however many pages share the content (a cluster of soft 404s). Only the pages
-    with text whose content may have no holder left need near copies: the stored pages
-    sharing a SimHash band with them (pages without text — empty, or binary — have no
-    meaningful SimHash and are only matched exactly). The candidates are the stored rows as
-    they were before the batch, updated with the pages decided earlier in the batch
-    (:class:`~changewatch.decide.DuplicatePool`).
+    with text whose content may have no holder left need near copies: for each stored
+    SimHash within ``minor_distance`` of theirs, as many holders with the smallest digests
+    (bounded too, however many pages hold one SimHash; pages without text — empty, or
+    binary — have no meaningful SimHash and are only matched exactly). The candidates are
+    the stored rows as they were before the batch, updated with the pages decided earlier
+    in the batch (:class:`~changewatch.decide.DuplicatePool`).
     """
     moving = sum(1 for d in decisions if d.kind != "new" and _replaces(d))
     candidates = tx.copy_candidates(
         [(n.fp.content_sha256, n.fp.simhash if n.fp.text_length > 0 else None) for n in new],
         moving + 1,
+        rules.minor_distance,
     )
     textless = {n.url_digest for n in new if n.fp.text_length == 0}
     pool = DuplicatePool(candidates, rules.minor_distance)

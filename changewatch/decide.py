@@ -54,6 +54,7 @@ __all__ = [
     "DuplicatePool",
     "FetchedPage",
     "check_near_distance",
+    "check_near_limit",
     "check_simhash",
     "decide_hit",
     "decide_new",
@@ -311,6 +312,21 @@ def check_near_distance(max_distance: int) -> None:
             f"{64 // SIMHASH_BANDS} bits find every match only up to distance "
             f"{MAX_NEAR_DISTANCE}), got {max_distance}"
         )
+
+
+def check_near_limit(limit: int) -> None:
+    """Refuse a result limit that is not a non-negative int.
+
+    >>> check_near_limit(0)
+    >>> check_near_limit(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: limit must be 0 or more, got -1
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, not {type(limit).__name__}")
+    if limit < 0:
+        raise ValueError(f"limit must be 0 or more, got {limit}")
 
 
 def check_simhash(value: int) -> None:

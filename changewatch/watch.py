@@ -35,6 +35,7 @@ from changewatch.decide import (
     DEFAULT_NEAR_LIMIT,
     MAX_NEAR_DISTANCE,
     check_near_distance,
+    check_near_limit,
     decide_hit,
 )
 from changewatch.errors import (
@@ -317,20 +318,24 @@ class ChangeWatch:
         *,
         limit: int = DEFAULT_NEAR_LIMIT,
     ) -> list[NearDuplicate]:
-        """Stored pages whose SimHash is within ``max_distance`` bits, nearest first.
+        """The ``limit`` stored pages whose SimHash is nearest, within ``max_distance``
+        bits: nearest first, ties by URL digest — exactly the first ``limit`` of a full scan
+        sorted so, however large the clusters of near-copies (each costs at most ``limit``
+        index entries a SimHash).
 
         A ``str`` is a URL: it is canonicalised, its stored SimHash is searched for and the
         page itself left out (an empty list if it was never stored). An ``int`` is an unsigned
         64-bit SimHash. Each result is ``(url_digest, url, distance)``; ``url`` is ``None``
         when the URL-storage policy keeps none. ``max_distance`` must be 0..3: past 3 the
         4-band index cannot find every match, so ``ValueError`` is raised instead of an
-        incomplete answer.
+        incomplete answer; so it is for a negative ``limit``.
         """
         if isinstance(url_or_simhash, str):
             digest = digest_canonical(canonicalise(url_or_simhash, self.canon_policy))
             stored = self._store.simhash_of(digest)
             if stored is None:
                 check_near_distance(max_distance)
+                check_near_limit(limit)
                 return []
             return self._store.near_duplicates(stored, max_distance, digest, limit)
         return self._store.near_duplicates(url_or_simhash, max_distance, None, limit)

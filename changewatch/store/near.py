@@ -1,11 +1,19 @@
 """Near-duplicate search over stored SimHashes: the pigeonhole bands of DESIGN.md (Storage).
 
-A 64-bit SimHash is split into 4 bands of 16 bits, each indexed by an expression index
-(migration 0002). Two SimHashes within Hamming distance 3 differ in at most 3 bands, so they
-agree exactly on at least one (Manku, Jain, Das Sarma, "Detecting near-duplicates for web
-crawling", WWW 2007). A search therefore reads the rows that share any band with the query —
-four indexed equality lookups combined with ``UNION ALL``, one statement — and keeps those
-whose exact Hamming distance is within the bound.
+A 64-bit SimHash is split into 4 bands of 16 bits. Two SimHashes within Hamming distance 3
+differ in at most 3 bands, so they agree exactly on at least one (Manku, Jain, Das Sarma,
+"Detecting near-duplicates for web crawling", WWW 2007). A search therefore looks up the
+stored SimHashes sharing any band with the query and keeps those whose exact Hamming
+distance is within the bound.
+
+Real fingerprints cluster: thousands of stored pages hold one of a few dozen SimHashes of one
+page's near-copies, so the band buckets of ``page_snapshots`` (migration 0002) can hold
+thousands of rows. The searches here read instead the band buckets of ``page_simhashes``
+(migration 0013, :mod:`changewatch.store.simhashes`), which hold each stored SimHash about
+once, and then the holders of each SimHash within reach through the ``(simhash,
+url_digest)`` index, in URL-digest order with a ``LIMIT``: :func:`read_nearest` takes only as
+many as the nearer distances left room for, :func:`read_copies` the few a batch can use. A
+cluster of any size costs at most that many index entries a SimHash.
 
 Past distance 3 the pigeonhole guarantee is gone (four differing bits can hit all four
 bands), so a search that cannot promise every match is refused: ``max_distance`` above
@@ -15,14 +23,15 @@ exact distances are computed by :func:`changewatch.decide.nearest`.
 
 A new page's copies (``duplicate_of``) are read exact first: the stored holders of its
 content hash in URL-digest order through the ``(content_sha256, url_digest)`` index
-(migration 0010) with a ``LIMIT`` (:func:`read_holders`), and the bands only for pages whose
+(migration 0010) with a ``LIMIT`` (:func:`read_holders`), and near ones only for pages whose
 content may have no holder left (:func:`read_copies`) — so a content shared by 100,000
-stored pages costs one short index range read, not a read of every copy. A page near, but
-not equal to, a large cluster still reads every row of the cluster that shares its bands.
+stored pages costs one short index range read, not a read of every copy.
+:func:`read_candidates` (every row sharing a band) is the read these replaced.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -30,8 +39,11 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
+from changewatch.decide import MAX_NEAR_DISTANCE
+from changewatch.fingerprint import hamming
 from changewatch.store.tables import (
     SIMHASH_BANDS,
+    page_simhashes,
     page_snapshots,
     simhash_band,
     simhash_band_expr,
@@ -39,9 +51,10 @@ from changewatch.store.tables import (
 )
 from changewatch.values import NearCandidate
 
-__all__ = ["read_candidates", "read_copies", "read_holders"]
+__all__ = ["read_candidates", "read_copies", "read_holders", "read_nearest"]
 
 _SNAP = page_snapshots.c
+_VALUES = page_simhashes.c
 
 
 def _band_select(band: int) -> sa.Select[Any]:
@@ -79,14 +92,18 @@ def read_holders(
 
 
 def _pg_band(column: str, band: int) -> str:
-    """The SQL text of band ``band`` over ``column`` (as the index expression has it)."""
-    expr = simhash_band_expr(sa.column(column, sa.BigInteger), band)
-    return str(expr.compile(dialect=postgresql.dialect()))  # type: ignore[no-untyped-call]
+    """The SQL text of band ``band`` over ``column`` (as the index expression has it;
+    ``column`` may be qualified, ``v.simhash``)."""
+    expr = simhash_band_expr(sa.column("x", sa.BigInteger), band)
+    text = str(expr.compile(dialect=postgresql.dialect()))  # type: ignore[no-untyped-call]
+    return re.sub(r"\bx\b", column, text)
 
 
-# Postgres: the holders of every content hash of a batch and the band candidates of the pages
+# Postgres: the holders of every content hash of a batch and the near copies of the pages
 # whose content has fewer than ``n`` holders, in one statement. ``lacking`` is computed once;
-# each band is an index scan on ``= ANY(ARRAY(...))`` of its values.
+# ``near`` joins it, band by band, to the band indexes of page_simhashes (distinct SimHashes)
+# and keeps those within ``radius`` of a lacking page's; each gives its ``n`` holders with the
+# smallest URL digests (the (simhash, url_digest) index), however many pages hold it.
 _PG_COPIES = (
     sa.text(
         "WITH wanted AS MATERIALIZED ("
@@ -98,43 +115,55 @@ _PG_COPIES = (
         " SELECT p.url_digest, p.url, p.simhash, p.content_sha256 FROM page_snapshots AS p"
         " WHERE p.content_sha256 = d.c ORDER BY p.url_digest LIMIT :n) AS h),"
         " lacking AS MATERIALIZED ("
-        " SELECT w.s FROM wanted AS w WHERE w.s IS NOT NULL"
-        " AND (SELECT count(*) FROM holder AS h WHERE h.content_sha256 = w.c) < :n)"
-        " SELECT url_digest, url, simhash, content_sha256 FROM holder"
-        + "".join(
-            " UNION ALL SELECT url_digest, url, simhash, content_sha256 FROM page_snapshots"
-            f" WHERE {_pg_band('simhash', band)}"
-            f" = ANY(ARRAY(SELECT DISTINCT {_pg_band('s', band)} FROM lacking))"
+        " SELECT DISTINCT w.s FROM wanted AS w WHERE w.s IS NOT NULL"
+        " AND (SELECT count(*) FROM holder AS h WHERE h.content_sha256 = w.c) < :n),"
+        " near AS MATERIALIZED ("
+        + " UNION ".join(
+            "SELECT v.simhash AS v FROM lacking AS l JOIN page_simhashes AS v"
+            f" ON {_pg_band('v.simhash', band)} = {_pg_band('l.s', band)}"
+            " WHERE bit_count(CAST(v.simhash # l.s AS BIT(64))) <= :radius"
             for band in range(SIMHASH_BANDS)
         )
+        + ") SELECT url_digest, url, simhash, content_sha256 FROM holder"
+        " UNION ALL SELECT h.url_digest, h.url, h.simhash, h.content_sha256 FROM near"
+        " CROSS JOIN LATERAL (SELECT p.url_digest, p.url, p.simhash, p.content_sha256"
+        " FROM page_snapshots AS p WHERE p.simhash = near.v ORDER BY p.url_digest LIMIT :n) AS h"
     )
     .bindparams(
         sa.bindparam("contents", type_=postgresql.ARRAY(sa.LargeBinary)),
         sa.bindparam("simhashes", type_=postgresql.ARRAY(sa.BigInteger)),
         sa.bindparam("n", type_=sa.Integer),
+        sa.bindparam("radius", type_=sa.Integer),
     )
     .columns(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
 )
 
 
 def read_copies(
-    conn: Connection, pages: Sequence[tuple[bytes, int | None]], per_content: int
+    conn: Connection,
+    pages: Sequence[tuple[bytes, int | None]],
+    per_content: int,
+    radius: int = MAX_NEAR_DISTANCE,
 ) -> list[NearCandidate]:
     """The exact and near copies of new pages, each ``(content hash, SimHash or None)``:
     the ``per_content`` holders of each content hash with the smallest URL digests, and,
-    for each page with a SimHash whose content has fewer holders than that, the stored
-    pages sharing a band with it; once each.
+    for each page with a SimHash whose content has fewer holders than that, the
+    ``per_content`` holders with the smallest URL digests of every stored SimHash within
+    ``radius`` (0..3) of it; once each.
 
-    A content held by many stored pages (a cluster of soft 404s) costs one bounded index
-    read, not a read of every copy; one statement on Postgres.
+    A content or a SimHash held by many stored pages (a cluster of soft 404s, of
+    near-copies) costs one bounded index read, not a read of every copy; one statement on
+    Postgres.
     """
     if not pages:
         return []
+    radius = min(radius, MAX_NEAR_DISTANCE)
     if conn.dialect.name == "postgresql":
         params = {
             "contents": [c for c, _ in pages],
             "simhashes": [None if v is None else to_signed64(v) for _, v in pages],
             "n": per_content,
+            "radius": radius,
         }
         rows: Iterable[Any] = conn.execute(_PG_COPIES, params)
         return _unique(NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows)
@@ -142,8 +171,43 @@ def read_copies(
     held: dict[bytes, int] = {}
     for h in holders:
         held[h.content_sha256] = held.get(h.content_sha256, 0) + 1
-    lacking = [v for c, v in pages if v is not None and held.get(c, 0) < per_content]
-    return _unique([*holders, *read_candidates(conn, lacking)])
+    lacking = {v for c, v in pages if v is not None and held.get(c, 0) < per_content}
+    near = _near_any(conn, lacking, radius)
+    copies = [c for v in sorted(near) for c in _holders_of(conn, [v], per_content)]
+    return _unique([*holders, *copies])
+
+
+# SQLite: the distinct stored SimHashes sharing a band with any of several, in one statement.
+_SHARING_ANY = sa.union(
+    *(
+        sa.select(_VALUES.simhash).where(
+            simhash_band_expr(_VALUES.simhash, band).in_(sa.bindparam(f"b{band}", expanding=True))
+        )
+        for band in range(SIMHASH_BANDS)
+    )
+)
+
+
+def _near_any(conn: Connection, simhashes: set[int], radius: int) -> set[int]:
+    """The distinct stored SimHashes within ``radius`` (0 included) of any of
+    ``simhashes``: one read of the band buckets of ``page_simhashes``, then each found
+    value compared with the SimHashes it shares a band with."""
+    if not simhashes:
+        return set()
+    by_band: list[dict[int, list[int]]] = [{} for _ in range(SIMHASH_BANDS)]
+    for s in simhashes:
+        for band in range(SIMHASH_BANDS):
+            by_band[band].setdefault(simhash_band(s, band), []).append(s)
+    params = {f"b{band}": sorted(by_band[band]) for band in range(SIMHASH_BANDS)}
+    return {
+        value
+        for (value,) in conn.execute(_SHARING_ANY, params)
+        if any(
+            hamming(value, s) <= radius
+            for band in range(SIMHASH_BANDS)
+            for s in by_band[band].get(simhash_band(value, band), ())
+        )
+    }
 
 
 def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
@@ -154,6 +218,132 @@ def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
             seen.add(c.url_digest)
             out.append(c)
     return out
+
+
+# Postgres: the ``n`` pages nearest one SimHash, in one statement. ``near`` is the distinct
+# SimHashes within the distance (1..k) from the band buckets of page_simhashes (migration
+# 0013: one entry per SimHash, however many pages hold it); t0 the holders of the SimHash
+# itself, t1..t3 those at distance 1..3. Each stage reads, per SimHash, only as many holders
+# (``ORDER BY url_digest LIMIT``, the (simhash, url_digest) index) as the nearer stages left
+# room for, so a cluster of thousands of copies costs at most ``n`` index entries a SimHash.
+# The URLs are read for the answer only.
+def _pg_nearest() -> sa.TextualSelect:
+    bands = " UNION ".join(
+        f"SELECT simhash AS v FROM page_simhashes WHERE {_pg_band('simhash', band)} = :b{band}"
+        for band in range(SIMHASH_BANDS)
+    )
+    distance = "bit_count(CAST(v # :q AS BIT(64)))"
+    sql = (
+        f"WITH near AS MATERIALIZED (SELECT v, {distance} AS d FROM ({bands}) AS c"
+        f" WHERE {distance} BETWEEN 1 AND :k),"
+        " t0 AS MATERIALIZED (SELECT url_digest FROM page_snapshots WHERE simhash = :q"
+        " ORDER BY url_digest LIMIT :n)"
+    )
+    room = ":n - (SELECT count(*) FROM t0)"
+    for d in range(1, MAX_NEAR_DISTANCE + 1):
+        sql += (
+            f", t{d} AS MATERIALIZED (SELECT h.url_digest FROM near CROSS JOIN LATERAL ("
+            "SELECT p.url_digest FROM page_snapshots AS p WHERE p.simhash = near.v"
+            f" ORDER BY p.url_digest LIMIT ({room})) AS h WHERE near.d = {d}"
+            f" ORDER BY h.url_digest LIMIT ({room}))"
+        )
+        room += f" - (SELECT count(*) FROM t{d})"
+    stages = " UNION ALL ".join(
+        f"SELECT url_digest FROM t{d}" for d in range(MAX_NEAR_DISTANCE + 1)
+    )
+    sql += (
+        " SELECT p.url_digest, p.url, p.simhash, p.content_sha256"
+        f" FROM ({stages}) AS t JOIN page_snapshots AS p ON p.url_digest = t.url_digest"
+    )
+    return (
+        sa.text(sql)
+        .bindparams(
+            sa.bindparam("q", type_=sa.BigInteger),
+            *(sa.bindparam(f"b{band}", type_=sa.BigInteger) for band in range(SIMHASH_BANDS)),
+            sa.bindparam("k", type_=sa.Integer),
+            sa.bindparam("n", type_=sa.BigInteger),
+        )
+        .columns(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
+    )
+
+
+_PG_NEAREST = _pg_nearest()
+
+
+# SQLite: the distinct stored SimHashes sharing a band with one SimHash, then the holders of
+# each, bounded as on Postgres (in-process, so one small statement each costs little).
+_SHARING = sa.union(
+    *(
+        sa.select(_VALUES.simhash).where(
+            simhash_band_expr(_VALUES.simhash, band) == sa.bindparam(f"b{band}")
+        )
+        for band in range(SIMHASH_BANDS)
+    )
+)
+_HOLDERS_OF = (
+    sa.select(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
+    .where(_SNAP.simhash == sa.bindparam("v", type_=_SNAP.simhash.type))
+    .order_by(_SNAP.url_digest)
+    .limit(sa.bindparam("n", type_=sa.Integer))
+)
+
+
+def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> list[NearCandidate]:
+    """The ``n`` stored pages nearest ``simhash`` within ``max_distance`` (0..3): every page
+    at a smaller distance before any at a larger one, ties by smallest URL digest — the
+    first ``n`` of a full scan sorted by (distance, digest), exactly.
+
+    Bounded whatever the clusters: the band buckets read are those of the distinct stored
+    SimHashes (``page_simhashes``), and each SimHash within the distance gives at most as
+    many holders as are still wanted. One statement on Postgres (which needs
+    ``bit_count``, Postgres 14 or newer).
+    """
+    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
+    if n <= 0:
+        return []
+    if conn.dialect.name == "postgresql":
+        # psycopg sends an int as int2, int4 or int8 by its value, and keys its prepared
+        # statements by the types: the band values alone would make 16 statements a
+        # connection, each planned afresh 5 times before Postgres settles on its generic
+        # plan. All as int8: one.
+        from psycopg.types.numeric import Int8
+
+        values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
+        params = {name: Int8(value) for name, value in values.items()}
+        rows: Iterable[Any] = conn.execute(_PG_NEAREST, params)
+        return [NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows]
+    by_distance = _near_values(conn, simhash, max_distance)
+    found = _holders_of(conn, [simhash], n)
+    for distance in range(1, max_distance + 1):
+        room = n - len(found)
+        if room <= 0:
+            break
+        found += _holders_of(conn, by_distance.get(distance, []), room)
+    return found
+
+
+def _near_values(conn: Connection, simhash: int, radius: int) -> dict[int, list[int]]:
+    """The distinct stored SimHashes at distance 1..``radius`` of ``simhash``, by distance
+    (from the band buckets of ``page_simhashes``)."""
+    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
+    by_distance: dict[int, list[int]] = {}
+    for (value,) in conn.execute(_SHARING, bands):
+        distance = hamming(simhash, value)
+        if 1 <= distance <= radius:
+            by_distance.setdefault(distance, []).append(value)
+    return by_distance
+
+
+def _holders_of(conn: Connection, simhashes: list[int], n: int) -> list[NearCandidate]:
+    """The ``n`` holders of any of ``simhashes`` with the smallest URL digests (at most
+    ``n`` read per SimHash)."""
+    found = [
+        NearCandidate(bytes(d), url, stored, bytes(c))
+        for value in simhashes
+        for d, url, stored, c in conn.execute(_HOLDERS_OF, {"v": value, "n": n})
+    ]
+    found.sort(key=lambda c: c.url_digest)
+    return found[:n]
 
 
 def read_candidates(

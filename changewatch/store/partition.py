@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from changewatch.errors import ConfigError
 from changewatch.store.errors import translate_errors
+from changewatch.store.simhashes import trigger_statements
 from changewatch.store.tables import NAMING_CONVENTION, page_snapshots, page_versions
 from changewatch.store.views import (
     HISTORY_VIEW,
@@ -142,6 +143,8 @@ def partition_tables(engine: Engine, partitions: int) -> bool:
                     f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder})"
                 )
         _name_partition_indexes(conn)
+        for statement in trigger_statements("postgresql"):
+            conn.exec_driver_sql(statement)
         for statement in create_statements("postgresql"):
             conn.exec_driver_sql(statement)
         conn.exec_driver_sql(page_history_statement("postgresql"))

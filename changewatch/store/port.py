@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from changewatch.fingerprint import NoiseRule
+from changewatch.fingerprint.simhash64 import MAX_NEAR_DISTANCE
 from changewatch.fingerprint.templates import TemplateValue
 from changewatch.schedule import DuePage
 from changewatch.values import (
@@ -46,12 +47,16 @@ class TransactionPort(Protocol):
         ...
 
     def copy_candidates(
-        self, pages: Sequence[tuple[bytes, int | None]], per_content: int = 1
+        self,
+        pages: Sequence[tuple[bytes, int | None]],
+        per_content: int = 1,
+        radius: int = MAX_NEAR_DISTANCE,
     ) -> list[NearCandidate]:
         """For new pages ``(content hash, SimHash or None)``: each content's
-        ``per_content`` holders with the smallest URL digests, and the pages sharing a
-        SimHash band with those whose content has fewer holders (bounded by the holders
-        read, not by how many pages share a content)."""
+        ``per_content`` holders with the smallest URL digests, and for those whose content
+        has fewer holders, the ``per_content`` such holders of each stored SimHash within
+        ``radius`` (bounded by the holders read, not by how many pages share a content or
+        a SimHash)."""
         ...
 
     def recent_contents(

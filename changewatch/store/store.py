@@ -18,7 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
 
-from changewatch.decide import DEFAULT_NEAR_LIMIT, check_near_distance, check_simhash, nearest
+from changewatch.decide import (
+    DEFAULT_NEAR_LIMIT,
+    check_near_distance,
+    check_near_limit,
+    check_simhash,
+    nearest,
+)
 from changewatch.fingerprint import NoiseRule
 from changewatch.fingerprint.templates import TemplateValue
 from changewatch.schedule import DuePage
@@ -27,7 +33,7 @@ from changewatch.store import schedule as schedule_sql
 from changewatch.store import templates as templates_sql
 from changewatch.store.errors import translate_errors
 from changewatch.store.fasttouch import FastTouch
-from changewatch.store.near import read_candidates
+from changewatch.store.near import read_nearest
 from changewatch.store.prune import DEFAULT_PRUNE_BATCH, prune_versions
 from changewatch.store.tables import page_snapshots, page_versions
 from changewatch.store.texts import read_texts
@@ -152,15 +158,22 @@ class SnapshotStore:
         exclude_digest: bytes | None = None,
         limit: int = DEFAULT_NEAR_LIMIT,
     ) -> list[NearDuplicate]:
-        """Stored pages within ``max_distance`` (0..3) of ``simhash``, nearest first.
+        """The first ``limit`` stored pages within ``max_distance`` (0..3) of ``simhash``,
+        nearest first, ties by URL digest (:func:`~changewatch.store.near.read_nearest`).
 
-        One statement on a fresh connection. ``ValueError`` past distance 3, where the band
-        index no longer finds every match (see :mod:`changewatch.store.near`).
+        One statement on Postgres, however large the clusters of near-copies. ``ValueError``
+        past distance 3, where the band index no longer finds every match (see
+        :mod:`changewatch.store.near`), and for a negative ``limit``.
         """
         check_simhash(simhash)
         check_near_distance(max_distance)
-        with self._reading() as conn:
-            candidates = read_candidates(conn, [simhash])
+        check_near_limit(limit)
+        wanted = limit + (exclude_digest is not None)  # the page itself may be among them
+        # One statement on Postgres, autocommitted (no BEGIN/ROLLBACK round trips); several
+        # on SQLite, in one read transaction.
+        reading = self._autocommit if self.dialect == "postgresql" else self._reading
+        with reading() as conn:
+            candidates = read_nearest(conn, simhash, max_distance, wanted)
         return nearest(simhash, candidates, max_distance, exclude_digest, limit)
 
     def history(self, digest: bytes) -> list[Version]:

@@ -47,6 +47,7 @@ __all__ = [
     "host_templates",
     "metadata",
     "page_chrome_changes",
+    "page_simhashes",
     "page_snapshots",
     "page_texts",
     "page_versions",
@@ -240,6 +241,20 @@ Index(
 # The four SimHash bands, as expression indexes (migration 0002); see simhash_band_expr.
 for _band, _name in enumerate(simhash_band_index_names()):
     Index(_name, simhash_band_expr(page_snapshots.c.simhash, _band))
+# A SimHash's holders in URL-digest order: near-duplicate search reads the first few (0013).
+Index("ix_page_snapshots_simhash_url_digest", page_snapshots.c.simhash, page_snapshots.c.url_digest)
+
+#: Each SimHash a page_snapshots row has held, about once, kept by the triggers of
+#: changewatch.store.simhashes (migration 0013). No key: see that module.
+page_simhashes = Table(
+    "page_simhashes",
+    metadata,
+    Column("simhash", SimHash64, nullable=False, comment=COMMENTS["page_versions.simhash"]),
+    comment="Each SimHash a page_snapshots row has held, about once (kept by triggers; never "
+    "deleted): the band buckets near-duplicate search reads",
+)
+for _band, _name in enumerate(simhash_band_index_names("page_simhashes")):
+    Index(_name, simhash_band_expr(page_simhashes.c.simhash, _band), page_simhashes.c.simhash)
 
 page_versions = Table(
     "page_versions",

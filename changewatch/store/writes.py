@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from changewatch.fingerprint import Fingerprint
+from changewatch.fingerprint.simhash64 import MAX_NEAR_DISTANCE
 from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days, rate_band
 from changewatch.store.errors import WriteConflict, translate_errors
 from changewatch.store.history import recent_contents
@@ -141,16 +142,20 @@ class StoreTransaction:
         return list(found.values())
 
     def copy_candidates(
-        self, pages: Sequence[tuple[bytes, int | None]], per_content: int = 1
+        self,
+        pages: Sequence[tuple[bytes, int | None]],
+        per_content: int = 1,
+        radius: int = MAX_NEAR_DISTANCE,
     ) -> list[NearCandidate]:
         """The exact and near copies of new pages, each ``(content hash, SimHash or None)``:
-        each content's ``per_content`` holders with the smallest URL digests, and the band
-        candidates of the pages whose content has fewer holders than that (bounded reads,
-        however many pages share a content: :func:`~changewatch.store.near.read_copies`)."""
+        each content's ``per_content`` holders with the smallest URL digests, and for the
+        pages whose content has fewer holders than that, the ``per_content`` such holders
+        of each stored SimHash within ``radius`` (bounded reads, however many pages share a
+        content or a SimHash: :func:`~changewatch.store.near.read_copies`)."""
         found: dict[bytes, NearCandidate] = {}
         with translate_errors(self._database_url):
             for part in chunks(pages, MAX_KEYS_PER_STATEMENT // SIMHASH_BANDS):
-                for c in read_copies(self._conn, part, per_content):
+                for c in read_copies(self._conn, part, per_content, radius):
                     found.setdefault(c.url_digest, c)
         return list(found.values())
 

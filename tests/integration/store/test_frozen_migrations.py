@@ -28,6 +28,7 @@ from changewatch.store.migrate import (
     skip_band_index_reflection_warnings,
     upgrade,
 )
+from changewatch.store.simhashes import trigger_statements
 from changewatch.store.tables import metadata
 from changewatch.store.views import comment_statements, create_statements, page_history_statement
 
@@ -95,7 +96,7 @@ def _catalogue_sqlite(conn: sa.Connection) -> dict[str, Any]:
     """Index and view SQL as SQLite keeps it (it reflects no expression index)."""
     rows = conn.exec_driver_sql(
         "SELECT type, name, tbl_name, sql FROM sqlite_master "
-        "WHERE type IN ('index', 'view') AND name NOT LIKE 'sqlite_%'"
+        "WHERE type IN ('index', 'view', 'trigger') AND name NOT LIKE 'sqlite_%'"
     ).all()
     return {f"{kind} {name}": (table, _squash(sql)) for kind, name, table, sql in rows}
 
@@ -114,6 +115,15 @@ def _catalogue_postgres(conn: sa.Connection) -> dict[str, Any]:
         "WHERE n.nspname = 'public' AND c.relkind = 'v'"
     ):
         out[f"view {name}"] = (definition, comment)
+    for name, definition in conn.exec_driver_sql(
+        "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal"
+    ):
+        out[f"trigger {name}"] = definition
+    for name, definition in conn.exec_driver_sql(
+        "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p "
+        "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'"
+    ):
+        out[f"function {name}"] = definition
     for view, column, comment in conn.exec_driver_sql(
         "SELECT c.relname, a.attname, col_description(c.oid, a.attnum) FROM pg_class c "
         "JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -143,7 +153,7 @@ def _live(engine: sa.Engine) -> None:
     dialect = engine.dialect.name
     with engine.begin() as conn:
         metadata.create_all(conn)
-        for statement in create_statements(dialect):
+        for statement in create_statements(dialect) + trigger_statements(dialect):
             conn.exec_driver_sql(statement)
         conn.exec_driver_sql(page_history_statement(dialect))
         if dialect == "postgresql":
@@ -176,7 +186,7 @@ def test_every_revision_in_turn_ends_at_the_live_schema(
 def test_the_comparison_sees_a_changed_view_and_a_changed_comment(
     make_database_url: Callable[..., str],
 ) -> None:
-    """The comparison above can fail: a view's SQL or a column's type differing shows."""
+    """The comparison above can fail: a view's SQL, an index or a missing trigger shows."""
     first = create_engine(make_database_url(migrated=False))
     second = create_engine(make_database_url(migrated=False))
     try:
@@ -190,10 +200,13 @@ def test_the_comparison_sees_a_changed_view_and_a_changed_comment(
             conn.exec_driver_sql(
                 "CREATE INDEX ix_page_snapshots_simhash_band3 ON page_snapshots ((simhash & 255))"
             )
+            on = " ON page_snapshots" if second.dialect.name == "postgresql" else ""
+            conn.exec_driver_sql(f"DROP TRIGGER tr_page_snapshots_simhash_update{on}")
         got, want = schema_of(second), schema_of(first)
         differing = {key for key in want if got.get(key) != want[key]}
         assert "index ix_page_snapshots_simhash_band3" in differing
         assert "view page_flip_flops" in differing
+        assert "trigger tr_page_snapshots_simhash_update" in differing
     finally:
         first.dispose()
         second.dispose()

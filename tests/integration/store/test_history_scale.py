@@ -157,6 +157,14 @@ def test_db_upgrade_partitions_an_empty_database(make_pg_database: Callable[...,
         _populate(watch)
         assert watch.should_parse(URL, rewrite(0)).reverted_to == 1
         assert [v.version for v in watch.history(URL)] == [1, 2, 3, 4]
+        with watch.store.engine.connect() as conn:
+            unlisted = conn.exec_driver_sql(
+                "SELECT count(*) FROM page_snapshots s WHERE NOT EXISTS "
+                "(SELECT 1 FROM page_simhashes v WHERE v.simhash = s.simhash)"
+            ).scalar_one()
+        assert unlisted == 0  # migration 0012's triggers were made again on the partitions
+        current = watch.history(URL)[-1].simhash
+        assert URL in {n.url for n in watch.near_duplicates(current, 0)}
         assert watch.prune(1, timedelta(0)).removed == 3
         with watch.store.engine.connect() as conn:
             rows = conn.exec_driver_sql("SELECT url, reversions FROM page_flip_flops").all()

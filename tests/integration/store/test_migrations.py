@@ -31,6 +31,7 @@ TABLES = {
     "host_noise",
     "host_template_pages",
     "host_templates",
+    "page_simhashes",
     "page_snapshots",
     "page_texts",
     "page_versions",

@@ -224,11 +224,12 @@ def test_documented_table_columns_exist(table: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "table", ["host_noise", "page_chrome_changes", "host_templates", "host_template_pages"]
+    "table",
+    ["host_noise", "page_chrome_changes", "host_templates", "host_template_pages", "page_simhashes"],
 )
-def test_tables_of_issue_20_are_documented_whole(table: str) -> None:
-    """host_noise, page_chrome_changes and the template tables: every column documented, in
-    the schema's order."""
+def test_new_tables_are_documented_whole(table: str) -> None:
+    """host_noise, page_chrome_changes and the template tables (issue 20) and page_simhashes
+    (issue 17): every column documented, in the schema's order."""
     assert _documented_columns(f"Table `{table}`") == [
         c.name for c in metadata.tables[table].columns
     ]
