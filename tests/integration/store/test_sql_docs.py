@@ -225,7 +225,13 @@ def test_documented_table_columns_exist(table: str) -> None:
 
 @pytest.mark.parametrize(
     "table",
-    ["host_noise", "page_chrome_changes", "host_templates", "host_template_pages", "page_simhashes"],
+    [
+        "host_noise",
+        "page_chrome_changes",
+        "host_templates",
+        "host_template_pages",
+        "page_simhashes",
+    ],
 )
 def test_new_tables_are_documented_whole(table: str) -> None:
     """host_noise, page_chrome_changes and the template tables (issue 20) and page_simhashes
