@@ -254,7 +254,12 @@ def test_0012_adds_and_removes_the_template_tables(
                 conn.execute(sa.text(row), {"kind": kind, "value": value, "key": b"k" * 8})
         with engine.begin() as conn:
             command.downgrade(alembic_config(connection=conn), "0011")
-        assert _tables(engine) == TABLES - {"host_templates", "host_template_pages"}
+        # (0013, after it, is downgraded too: page_simhashes goes with it.)
+        assert _tables(engine) == TABLES - {
+            "host_templates",
+            "host_template_pages",
+            "page_simhashes",
+        }
         upgrade(engine)
         assert {"host_templates", "host_template_pages"} <= _tables(engine)
     finally:
@@ -284,5 +289,30 @@ def test_0009_adds_and_removes_host_noise(make_database_url: Callable[..., str])
         assert "host_noise" not in _tables(engine)
         upgrade(engine)
         assert "host_noise" in _tables(engine)
+    finally:
+        engine.dispose()
+
+
+def test_0013_adds_and_removes_page_simhashes(make_database_url: Callable[..., str]) -> None:
+    """Migration 0013's downgrade drops page_simhashes (and its triggers); upgrading again
+    fills it from the SimHashes page_snapshots holds."""
+    url = make_database_url()
+    watch = ChangeWatch(url, "memory:")
+    try:
+        watch.should_parse("https://example.com/a", "<p>one page of text stored first</p>")
+        watch.should_parse("https://example.com/b", "<p>another page, other words in it</p>")
+    finally:
+        watch.close()
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0012")
+        assert _tables(engine) == TABLES - {"page_simhashes"}
+        upgrade(engine)
+        with engine.connect() as conn:
+            stored = conn.execute(sa.text("SELECT simhash FROM page_snapshots")).scalars().all()
+            held = conn.execute(sa.text("SELECT simhash FROM page_simhashes")).scalars().all()
+        assert sorted(held) == sorted(stored)
+        assert len(held) == 2
     finally:
         engine.dispose()
