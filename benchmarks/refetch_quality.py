@@ -165,6 +165,21 @@ class Tally:
     links_flagged: int = 0
     times_ms: list[float] = field(default_factory=list)
 
+    def count(self, step: Step, same: bool) -> None:
+        """Count one step: reported unchanged (``same``) or changed, by its label."""
+        if step.label == "0":
+            self.noise += 1
+            self.noise_unchanged += same
+            if not same:
+                self.noise_changed.append(step.name)
+        elif step.label == "1":
+            self.edits += 1
+            if same:
+                self.edits_missed.append(step.name)
+        elif step.label == "markup":
+            self.markup += 1
+            self.markup_changed += not same
+
 
 def measure(selected: list[Step]) -> dict[str, dict[str, Tally]]:
     """Tallies per method, for the sequences, the pairs and both."""
@@ -204,18 +219,7 @@ def _measure_method(
         after = hashed(step.after, step.url)
         same = before[0] == after[0]
         for tally in (group, tallies["all"]):
-            if step.label == "0":
-                tally.noise += 1
-                tally.noise_unchanged += same
-                if not same:
-                    tally.noise_changed.append(step.name)
-            elif step.label == "1":
-                tally.edits += 1
-                if same:
-                    tally.edits_missed.append(step.name)
-            elif step.label == "markup":
-                tally.markup += 1
-                tally.markup_changed += not same
+            tally.count(step, same)
             if same and len(before) > 1:
                 tally.chrome_flagged += before[1] != after[1]
                 tally.links_flagged += before[2] != after[2]
@@ -258,18 +262,7 @@ def measure_should_parse(selected: list[Step], read: Callable[[Path], bytes]) ->
             watch.close()
             del stores[key]
         for tally in (tallies["sequences" if sequence else "pairs"], tallies["all"]):
-            if step.label == "0":
-                tally.noise += 1
-                tally.noise_unchanged += same
-                if not same:
-                    tally.noise_changed.append(step.name)
-            elif step.label == "1":
-                tally.edits += 1
-                if same:
-                    tally.edits_missed.append(step.name)
-            elif step.label == "markup":
-                tally.markup += 1
-                tally.markup_changed += not same
+            tally.count(step, same)
     for watch in stores.values():
         watch.close()
     return tallies
