@@ -35,6 +35,7 @@ __all__ = [
     "decision_json",
     "duration_option",
     "echo_json",
+    "echo_rules",
     "fields_table",
     "fitted_table",
     "iso",
@@ -241,6 +242,19 @@ def fitted_table(
 
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def echo_rules(
+    title: str,
+    columns: Sequence[Column],
+    rows: list[dict[str, Any]],
+    cells: Sequence[Sequence[Text]],
+) -> None:
+    """A table of learned rules (``noise list``, ``templates list``) fitted to the terminal,
+    and a line counting them (``rows``: the rules as JSON-ready dicts, ``cells`` their cells)."""
+    out = console()
+    out.print(fitted_table(title, columns, cells, out.width))
+    click.echo(f"{sum(1 for r in rows if r['learned_at'])} learned, {len(rows)} rules")
 
 
 def kind_text(kind: str) -> Text:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from changewatch.cli.common import Column, Options, cell, console, echo_json, fitted_table, iso
+from changewatch.cli.common import Column, Options, cell, echo_json, echo_rules, iso
 
 __all__ = ["noise"]
 
@@ -42,9 +42,7 @@ def list_rules(options: Options, host: str | None, learned_only: bool, as_json: 
         )
         for r in rows
     ]
-    out = console()
-    out.print(fitted_table("learned noise", _COLUMNS, rendered, out.width))
-    click.echo(f"{sum(1 for r in rows if r['learned_at'])} learned, {len(rows)} rules")
+    echo_rules("learned noise", _COLUMNS, rows, rendered)
 
 
 #: Host, kind, path and time stay whole at any width; the rule's hex value goes first.

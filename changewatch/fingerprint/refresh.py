@@ -21,7 +21,13 @@ from urllib.parse import urljoin, urlsplit
 from changewatch.errors import InvalidURLError
 from changewatch.urls import canonicalise
 
-__all__ = ["MAX_REDIRECT_DELAY", "MAX_STUB_WORDS", "parse_refresh", "redirect_target", "stub_sized"]
+__all__ = [
+    "MAX_REDIRECT_DELAY",
+    "MAX_STUB_WORDS",
+    "parse_refresh",
+    "redirect_target",
+    "stub_target",
+]
 
 #: A refresh that fires within this many seconds, to another URL, makes the page a stub.
 MAX_REDIRECT_DELAY = 5
@@ -102,13 +108,18 @@ def redirect_target(content: str, base: str | None, url: str | None) -> str | No
     return target
 
 
-def stub_sized(content: str) -> bool:
-    """Whether a page's normalised main content is short enough for a redirect stub.
+def stub_target(target: str | None, content: str) -> str | None:
+    """``target`` (a page's :func:`redirect_target`) if the page's normalised main
+    ``content`` is short enough for a redirect stub (:data:`MAX_STUB_WORDS`), else ``None``.
 
-    >>> stub_sized("you should be redirected quickly, if not click here."), stub_sized("a " * 200)
-    (True, False)
+    >>> stub_target("https://a.example/", "you should be redirected, if not click here.")
+    'https://a.example/'
+    >>> stub_target("https://a.example/", "a " * 200) is None
+    True
     """
-    return content.count(" ") < MAX_STUB_WORDS
+    if target is None or content.count(" ") >= MAX_STUB_WORDS:
+        return None
+    return target
 
 
 def _same_page(target: str, url: str) -> bool:

@@ -14,7 +14,7 @@ from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.decode import decode_html, is_binary, utf8_source
 from changewatch.fingerprint.guard import MAX_NESTING, normalise_bounded, too_deep
 from changewatch.fingerprint.policy import DEFAULT_POLICY, FingerprintPolicy
-from changewatch.fingerprint.refresh import redirect_target, stub_sized
+from changewatch.fingerprint.refresh import redirect_target, stub_target
 from changewatch.fingerprint.regions import (
     SEPARATOR,
     Block,
@@ -181,8 +181,7 @@ def _page_parts(
         # A separator in the page's own text (the parser leaves none; kept as a guard): the
         # blocks cannot be told apart after normalising, so all of the text is content.
         text = _strip(rules, joined.replace(SEPARATOR, " "))  # (and a page without text)
-        stub = redirect if redirect is not None and stub_sized(text) else None
-        return PageParts(text, "", links, redirect=stub)
+        return PageParts(text, "", links, redirect=stub_target(redirect, text))
     pieces = _strip_pieces(rules, joined, pieces)
     if found.policy_main or rules.regions:
         main = classify(
@@ -199,7 +198,7 @@ def _page_parts(
         links,
         blocks,
         bool(found.main_ids),
-        redirect if redirect is not None and stub_sized(content) else None,
+        stub_target(redirect, content),
     )
 
 
@@ -231,8 +230,7 @@ def _flat_text(
         texts = [normalise_text(s.text) for s in segments]
         pieces = _strip_pieces(rules, " ".join(texts), texts)
         blocks = split_regions(segments, pieces, [True] * len(segments), with_blocks=True)[2]
-    stub = redirect if redirect is not None and stub_sized(text) else None
-    return PageParts(text, "", links, blocks, redirect=stub)
+    return PageParts(text, "", links, blocks, redirect=stub_target(redirect, text))
 
 
 def _strip_pieces(rules: FingerprintPolicy, joined: str, pieces: list[str]) -> list[str]:
