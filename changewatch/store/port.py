@@ -42,10 +42,6 @@ class TransactionPort(Protocol):
         """The stored snapshots of these pages (locked for the transaction where possible)."""
         ...
 
-    def near_candidates(self, simhashes: Sequence[int]) -> list[NearCandidate]:
-        """Stored pages sharing a SimHash band with any of ``simhashes``."""
-        ...
-
     def copy_candidates(
         self,
         pages: Sequence[tuple[bytes, int | None]],

@@ -30,7 +30,7 @@ from changewatch.fingerprint.simhash64 import MAX_NEAR_DISTANCE
 from changewatch.schedule import DEFAULT_PRIOR_RATE_PER_DAY, due_in_days, rate_band
 from changewatch.store.errors import WriteConflict, translate_errors
 from changewatch.store.history import recent_contents
-from changewatch.store.near import read_candidates, read_copies
+from changewatch.store.near import read_copies
 from changewatch.store.rates import schedule_values
 from changewatch.store.tables import (
     SIMHASH_BANDS,
@@ -130,16 +130,6 @@ class StoreTransaction:
                         links_sha256=None if r.links_sha256 is None else bytes(r.links_sha256),
                     )
         return found
-
-    def near_candidates(self, simhashes: Sequence[int]) -> list[NearCandidate]:
-        """Stored pages sharing a SimHash band with any of ``simhashes`` (one statement per
-        chunk: a SimHash binds one key per band, a quarter of the keys per statement)."""
-        found: dict[bytes, NearCandidate] = {}
-        with translate_errors(self._database_url):
-            for part in chunks(simhashes, MAX_KEYS_PER_STATEMENT // SIMHASH_BANDS):
-                for c in read_candidates(self._conn, part):
-                    found.setdefault(c.url_digest, c)
-        return list(found.values())
 
     def copy_candidates(
         self,

@@ -45,7 +45,7 @@ def test_malformed_batch_items_raise_type_error_naming_the_item(
 
 
 def test_lookups_of_any_size_stay_within_the_parameter_limit(database_url: str) -> None:
-    """A transaction looks up 70,000 digests and the near copies of 70,000 pages in one
+    """A transaction looks up 70,000 digests and the copies of 70,000 pages in one
     call (psycopg refuses a statement of over 65,535 parameters: they go in chunks)."""
     store = open_store(database_url)
     try:
@@ -53,7 +53,6 @@ def test_lookups_of_any_size_stay_within_the_parameter_limit(database_url: str) 
         simhashes = [int.from_bytes(os.urandom(8), "big") for _ in range(70_000)]
         with store.transaction() as tx:
             assert tx.lookup(digests) == {}
-            assert tx.near_candidates(simhashes) == []
             pages = [(os.urandom(32), v) for v in simhashes]
             assert tx.copy_candidates(pages, 3) == []
             assert tx.recent_contents(digests, 10, 4) == {}
