@@ -292,6 +292,9 @@ class PruneReport:
     batches: int = 0
     #: Stored texts (``page_texts``) no remaining version refers to, deleted after the rows.
     texts_removed: int = 0
+    #: SimHashes of ``page_simhashes`` no stored page holds any more, deleted last (with
+    #: ``dry_run``: counted).
+    simhashes_removed: int = 0
 
     @property
     def removed(self) -> int:

@@ -149,6 +149,7 @@ def prune(
                 "removed_by_host": report.removed_by_host,
                 "batches": report.batches,
                 "texts_removed": report.texts_removed,
+                "simhashes_removed": report.simhashes_removed,
             }
         )
         return
@@ -168,6 +169,12 @@ def prune(
     out.print(fitted_table(None, columns, rows, out.width))
     if report.texts_removed:
         click.echo(f"{report.texts_removed} stored texts no version refers to were removed")
+    if report.simhashes_removed:
+        n = report.simhashes_removed
+        click.echo(
+            f"{n} SimHash{'' if n == 1 else 'es'} no stored page holds "
+            f"{'would be' if dry_run else 'was' if n == 1 else 'were'} removed"
+        )
 
 
 @click.command()
