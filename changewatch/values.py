@@ -292,6 +292,9 @@ class PruneReport:
     batches: int = 0
     #: Stored texts (``page_texts``) no remaining version refers to, deleted after the rows.
     texts_removed: int = 0
+    #: Chrome and outlink changes (``page_chrome_changes``) seen before the cut-off, of
+    #: fetches that left the content unchanged or whose version was removed.
+    chrome_changes_removed: int = 0
     #: SimHashes of ``page_simhashes`` no stored page holds any more, deleted last (with
     #: ``dry_run``: counted).
     simhashes_removed: int = 0

@@ -149,6 +149,7 @@ def prune(
                 "removed_by_host": report.removed_by_host,
                 "batches": report.batches,
                 "texts_removed": report.texts_removed,
+                "chrome_changes_removed": report.chrome_changes_removed,
                 "simhashes_removed": report.simhashes_removed,
             }
         )
@@ -169,6 +170,12 @@ def prune(
     out.print(fitted_table(None, columns, rows, out.width))
     if report.texts_removed:
         click.echo(f"{report.texts_removed} stored texts no version refers to were removed")
+    if report.chrome_changes_removed:
+        n = report.chrome_changes_removed
+        click.echo(
+            f"{n} chrome or outlink change{'' if n == 1 else 's'} seen before the cutoff "
+            f"{'would be' if dry_run else 'was' if n == 1 else 'were'} removed"
+        )
     if report.simhashes_removed:
         n = report.simhashes_removed
         click.echo(

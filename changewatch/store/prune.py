@@ -19,6 +19,12 @@ cut-off too (a text stored since belongs to a version being written). A version 
 during the prune that returns to a text deleted in that same moment loses its text (``diff``
 then says so); nothing else is affected.
 
+Chrome and outlink changes (``page_chrome_changes``) seen before the cut-off go with them, in
+batches in ``seen_at`` order: those of fetches that left the content unchanged, and those
+whose content version has been removed (``page_history`` shows them only beside their
+version). They only ever qualify more: ``seen_at`` is never moved and a version removed is
+never made again.
+
 The SimHashes of ``page_simhashes`` (near-duplicate search's buckets) that no stored page
 holds any more are deleted last (:func:`prune_simhashes`): every change of a page leaves its
 old SimHash there, so without it the buckets a search reads would grow with every change
@@ -37,7 +43,12 @@ from sqlalchemy import bindparam, func, tuple_
 from sqlalchemy.engine import Engine
 
 from changewatch.store.simhashes import prune_simhashes
-from changewatch.store.tables import page_snapshots, page_texts, page_versions
+from changewatch.store.tables import (
+    page_chrome_changes,
+    page_snapshots,
+    page_texts,
+    page_versions,
+)
 from changewatch.values import PruneReport
 
 __all__ = ["DEFAULT_PRUNE_BATCH", "check_prune_args", "prune_versions"]
@@ -79,6 +90,31 @@ _NEXT_BATCH = (
     .limit(bindparam("batch"))
 )
 
+_CHROME = page_chrome_changes.c
+_BEFORE_CUTOFF = _CHROME.seen_at < bindparam("cutoff", type_=_CHROME.seen_at.type)
+_SAME_FETCH = sa.and_(_VER.url_digest == _CHROME.url_digest, _VER.first_seen == _CHROME.seen_at)
+# A chrome change before the cut-off that page_history shows apart from any stored version.
+_CHROME_PRUNABLE = sa.and_(
+    _BEFORE_CUTOFF,
+    sa.or_(~_CHROME.content_changed, ~sa.exists().where(_SAME_FETCH)),
+)
+_CHROME_BATCH = (
+    sa.select(_CHROME.id)
+    .where(_CHROME_PRUNABLE)
+    .order_by(_CHROME.seen_at, _CHROME.id)
+    .limit(bindparam("batch"))
+)
+# A dry run: the versions are still there, so a change beside a version that the prune would
+# remove counts too.
+_KEPT_VERSION = (
+    sa.exists().where(_SAME_FETCH, _SNAP.url_digest == _VER.url_digest).where(~_prunable())
+)
+_CHROME_COUNT = (
+    sa.select(func.count())
+    .select_from(page_chrome_changes)
+    .where(_BEFORE_CUTOFF, sa.or_(~_CHROME.content_changed, ~_KEPT_VERSION))
+)
+
 _COUNT = (
     sa.select(_SNAP.host, func.count())
     .select_from(page_versions.join(page_snapshots, _SNAP.url_digest == _VER.url_digest))
@@ -103,12 +139,14 @@ def prune_versions(
     if dry_run:
         with engine.connect() as conn:
             counts = {str(h): int(n) for h, n in conn.execute(_COUNT, params).all()}
+            chrome = int(conn.execute(_CHROME_COUNT, params).scalar_one())
         simhashes = prune_simhashes(engine, dry_run=True, batch_size=batch_size)
         return PruneReport(
             cutoff,
             keep_versions,
             True,
             dict(sorted(counts.items())),
+            chrome_changes_removed=chrome,
             simhashes_removed=simhashes,
         )
     removed: Counter[str] = Counter()
@@ -140,6 +178,7 @@ def prune_versions(
         if len(rows) < batch_size:
             break
     texts = _prune_texts(engine, cutoff) if removed else 0
+    chrome = _prune_chrome_changes(engine, cutoff, batch_size)
     simhashes = prune_simhashes(engine, batch_size=batch_size)
     return PruneReport(
         cutoff,
@@ -148,8 +187,30 @@ def prune_versions(
         dict(sorted(removed.items())),
         batches,
         texts_removed=texts,
+        chrome_changes_removed=chrome,
         simhashes_removed=simhashes,
     )
+
+
+def _prune_chrome_changes(engine: Engine, cutoff: datetime, batch_size: int) -> int:
+    """Delete the prunable chrome changes (the module docstring), ``batch_size`` a
+    transaction, oldest first; the number deleted."""
+    removed = 0
+    while True:
+        with engine.begin() as conn:
+            ids = list(
+                conn.execute(_CHROME_BATCH, {"cutoff": cutoff, "batch": batch_size}).scalars()
+            )
+            if ids:
+                conn.execute(
+                    sa.delete(page_chrome_changes).where(
+                        _CHROME.id.in_(bindparam("ids", expanding=True))
+                    ),
+                    {"ids": ids},
+                )
+        removed += len(ids)
+        if len(ids) < batch_size:
+            return removed
 
 
 def _prune_texts(engine: Engine, cutoff: datetime) -> int:

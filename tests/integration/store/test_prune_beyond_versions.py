@@ -1,10 +1,12 @@
-"""``prune`` removes the SimHashes no stored page holds, never one a page holds."""
+"""``prune`` removes the SimHashes no stored page holds (never one a page holds) and the chrome
+changes seen before its cut-off."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
@@ -13,11 +15,14 @@ from click.testing import CliRunner
 from changewatch import ChangeWatch
 from changewatch.cli import main
 from changewatch.store.simhashes import prune_simhashes
-from changewatch.store.tables import page_simhashes
+from changewatch.store.tables import page_chrome_changes, page_simhashes
 
 from .._pages import page, words
 from .._race_workers import run_processes
 from .._simhash_prune_workers import LACKING, dispatch, flipping_writer, simhash_pruner
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 
 def _count(watch: ChangeWatch) -> int:
@@ -106,3 +111,54 @@ def test_simhash_pruning_beside_writers_never_loses_a_held_simhash(
     assert removed > 0
     with ChangeWatch(database_url=url, seen_url="memory:") as watch:
         assert _lacking(watch) == 0
+
+
+def _chrome_page(story: int, banner: int) -> str:
+    return (
+        f"<html><body><aside>Banner {banner} of the week</aside>"
+        f"<main><p>{' '.join(words(story, 60))}</p></main></body></html>"
+    )
+
+
+def _chrome_rows(watch: ChangeWatch) -> list[tuple[bool, bool]]:
+    c = page_chrome_changes.c
+    with watch.store.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(c.content_changed, c.chrome_changed).order_by(c.seen_at)
+        ).all()
+    return [(bool(a), bool(b)) for a, b in rows]
+
+
+def test_prune_removes_chrome_changes_seen_before_the_cutoff(
+    watch: ChangeWatch, clock: Clock
+) -> None:
+    """A day apart: 3 chrome-only changes, a content change with a chrome change (version
+    2), 2 more chrome-only changes, then a content change (version 3) with one. A prune of
+    what is older than 2.5 days, keeping 2 versions, removes the 3 chrome-only rows before
+    its cut-off and keeps the one beside version 2 (a kept version); 3 days later, keeping
+    1, it removes version 2 and its chrome row with the 2 chrome-only rows left before the
+    new cut-off. Each dry run counts what the prune then removes; page_history lists the rest.
+    """
+    url = "https://e.example/chrome"
+    watch.should_parse(url, _chrome_page(1, 0))
+    fetches = [(1, 1), (1, 2), (1, 3), (2, 4), (2, 5), (2, 6), (3, 7)]
+    for story, banner in fetches:
+        clock.advance(86400)
+        decision = watch.should_parse(url, _chrome_page(story, banner))
+        assert decision.chrome_changed
+    only, beside = (False, True), (True, True)
+    assert _chrome_rows(watch) == [only] * 3 + [beside] + [only] * 2 + [beside]
+    assert watch.prune(2, timedelta(days=2.5), dry_run=True).chrome_changes_removed == 3
+    report = watch.prune(2, timedelta(days=2.5))
+    assert (report.removed, report.chrome_changes_removed) == (1, 3)  # version 1 too
+    assert _chrome_rows(watch) == [beside, only, only, beside]
+    clock.advance(3 * 86400)
+    assert watch.prune(1, timedelta(days=2.5), dry_run=True).chrome_changes_removed == 3
+    report = watch.prune(1, timedelta(days=2.5))
+    assert (report.removed, report.chrome_changes_removed) == (1, 3)
+    assert _chrome_rows(watch) == [beside]
+    with watch.store.engine.connect() as conn:
+        history = conn.execute(
+            sa.text("SELECT what, version_no, chrome_changed FROM page_history")
+        ).all()
+    assert [tuple(r) for r in history] == [("content", 3, True)]
