@@ -295,6 +295,10 @@ class PruneReport:
     #: Chrome and outlink changes (``page_chrome_changes``) seen before the cut-off, of
     #: fetches that left the content unchanged or whose version was removed.
     chrome_changes_removed: int = 0
+    #: Reconcile runs started before the cut-off (not running, nor a host's latest complete
+    #: or accepted run), and their findings.
+    reconcile_runs_removed: int = 0
+    reconcile_findings_removed: int = 0
     #: SimHashes of ``page_simhashes`` no stored page holds any more, deleted last (with
     #: ``dry_run``: counted).
     simhashes_removed: int = 0

@@ -136,7 +136,10 @@ def _seconds(value: float | None) -> str:
 def prune(
     options: Options, keep_versions: int, older_than: timedelta, dry_run: bool, as_json: bool
 ) -> None:
-    """Remove old version rows, never a page's current or latest N; safe while crawling."""
+    """Remove old version rows, never a page's current or latest N; safe while crawling.
+
+    Also removes the chrome changes and reconcile runs from before the cutoff (never a
+    host's latest complete or accepted run) and the SimHashes no stored page holds."""
     with options.watch(allow_mixed_canon=True) as watch:
         report = watch.prune(keep_versions, older_than, dry_run=dry_run)
     if as_json:
@@ -150,6 +153,8 @@ def prune(
                 "batches": report.batches,
                 "texts_removed": report.texts_removed,
                 "chrome_changes_removed": report.chrome_changes_removed,
+                "reconcile_runs_removed": report.reconcile_runs_removed,
+                "reconcile_findings_removed": report.reconcile_findings_removed,
                 "simhashes_removed": report.simhashes_removed,
             }
         )
@@ -174,6 +179,13 @@ def prune(
         n = report.chrome_changes_removed
         click.echo(
             f"{n} chrome or outlink change{'' if n == 1 else 's'} seen before the cutoff "
+            f"{'would be' if dry_run else 'was' if n == 1 else 'were'} removed"
+        )
+    if report.reconcile_runs_removed:
+        n = report.reconcile_runs_removed
+        click.echo(
+            f"{n} reconcile run{'' if n == 1 else 's'} started before the cutoff, with "
+            f"{report.reconcile_findings_removed} findings, "
             f"{'would be' if dry_run else 'was' if n == 1 else 'were'} removed"
         )
     if report.simhashes_removed:

@@ -25,6 +25,12 @@ whose content version has been removed (``page_history`` shows them only beside 
 version). They only ever qualify more: ``seen_at`` is never moved and a version removed is
 never made again.
 
+Reconcile runs (``reconcile_runs`` with their ``reconcile_hosts`` and ``reconcile_findings``:
+a run of a 10M-URL site can record millions of findings) started before the cut-off go too,
+findings first in batches, except a run still ``running`` and, for each host, its latest
+``complete`` run and its latest accepted one (the shrink guard's baseline, docs/reconcile.md):
+what the store last knew of every host stays whatever the cut-off.
+
 The SimHashes of ``page_simhashes`` (near-duplicate search's buckets) that no stored page
 holds any more are deleted last (:func:`prune_simhashes`): every change of a page leaves its
 old SimHash there, so without it the buckets a search reads would grow with every change
@@ -48,6 +54,9 @@ from changewatch.store.tables import (
     page_snapshots,
     page_texts,
     page_versions,
+    reconcile_findings,
+    reconcile_hosts,
+    reconcile_runs,
 )
 from changewatch.values import PruneReport
 
@@ -115,6 +124,28 @@ _CHROME_COUNT = (
     .where(_BEFORE_CUTOFF, sa.or_(~_CHROME.content_changed, ~_KEPT_VERSION))
 )
 
+_RUN, _RUN_HOST, _FINDING = reconcile_runs.c, reconcile_hosts.c, reconcile_findings.c
+# Each host's latest complete run, and its latest accepted one (vanished computed).
+_LATEST_COMPLETE = (
+    sa.select(func.max(_RUN_HOST.run_id))
+    .join(reconcile_runs, _RUN.id == _RUN_HOST.run_id)
+    .where(_RUN.status == "complete")
+    .group_by(_RUN_HOST.host)
+)
+_BASELINES = _LATEST_COMPLETE.where(_RUN_HOST.vanished_checked.is_(True))
+_OLD_RUNS = (
+    sa.select(_RUN.id)
+    .where(_RUN.started_at < bindparam("cutoff", type_=_RUN.started_at.type))
+    .where(_RUN.status != "running")
+    .order_by(_RUN.id)
+)
+_RUN_FINDINGS = (
+    sa.select(_FINDING.id)
+    .where(_FINDING.run_id == bindparam("run"))
+    .order_by(_FINDING.id)
+    .limit(bindparam("batch"))
+)
+
 _COUNT = (
     sa.select(_SNAP.host, func.count())
     .select_from(page_versions.join(page_snapshots, _SNAP.url_digest == _VER.url_digest))
@@ -140,6 +171,8 @@ def prune_versions(
         with engine.connect() as conn:
             counts = {str(h): int(n) for h, n in conn.execute(_COUNT, params).all()}
             chrome = int(conn.execute(_CHROME_COUNT, params).scalar_one())
+            old_runs = _old_runs(conn, cutoff)
+            findings = _count_findings(conn, old_runs)
         simhashes = prune_simhashes(engine, dry_run=True, batch_size=batch_size)
         return PruneReport(
             cutoff,
@@ -147,6 +180,8 @@ def prune_versions(
             True,
             dict(sorted(counts.items())),
             chrome_changes_removed=chrome,
+            reconcile_runs_removed=len(old_runs),
+            reconcile_findings_removed=findings,
             simhashes_removed=simhashes,
         )
     removed: Counter[str] = Counter()
@@ -179,6 +214,7 @@ def prune_versions(
             break
     texts = _prune_texts(engine, cutoff) if removed else 0
     chrome = _prune_chrome_changes(engine, cutoff, batch_size)
+    runs, findings = _prune_reconcile_runs(engine, cutoff, batch_size)
     simhashes = prune_simhashes(engine, batch_size=batch_size)
     return PruneReport(
         cutoff,
@@ -188,6 +224,8 @@ def prune_versions(
         batches,
         texts_removed=texts,
         chrome_changes_removed=chrome,
+        reconcile_runs_removed=runs,
+        reconcile_findings_removed=findings,
         simhashes_removed=simhashes,
     )
 
@@ -211,6 +249,53 @@ def _prune_chrome_changes(engine: Engine, cutoff: datetime, batch_size: int) -> 
         removed += len(ids)
         if len(ids) < batch_size:
             return removed
+
+
+def _old_runs(conn: Any, cutoff: datetime) -> list[int]:
+    """The reconcile runs a prune removes (the module docstring), oldest first."""
+    kept = set(conn.execute(_LATEST_COMPLETE).scalars()) | set(conn.execute(_BASELINES).scalars())
+    return [run for run in conn.execute(_OLD_RUNS, {"cutoff": cutoff}).scalars() if run not in kept]
+
+
+def _count_findings(conn: Any, runs: list[int]) -> int:
+    """The findings of ``runs``."""
+    total = 0
+    for part in range(0, len(runs), 500):
+        total += int(
+            conn.execute(
+                sa.select(func.count()).where(
+                    _FINDING.run_id.in_(bindparam("runs", expanding=True))
+                ),
+                {"runs": runs[part : part + 500]},
+            ).scalar_one()
+        )
+    return total
+
+
+def _prune_reconcile_runs(engine: Engine, cutoff: datetime, batch_size: int) -> tuple[int, int]:
+    """Delete the old reconcile runs: each one's findings ``batch_size`` a transaction, then
+    its host rows and the run; the runs and the findings deleted."""
+    with engine.connect() as conn:
+        runs = _old_runs(conn, cutoff)
+    findings = 0
+    for run in runs:
+        while True:
+            with engine.begin() as conn:
+                ids = list(conn.execute(_RUN_FINDINGS, {"run": run, "batch": batch_size}).scalars())
+                if ids:
+                    conn.execute(
+                        sa.delete(reconcile_findings).where(
+                            _FINDING.id.in_(bindparam("ids", expanding=True))
+                        ),
+                        {"ids": ids},
+                    )
+            findings += len(ids)
+            if len(ids) < batch_size:
+                break
+        with engine.begin() as conn:
+            conn.execute(sa.delete(reconcile_hosts).where(_RUN_HOST.run_id == run))
+            conn.execute(sa.delete(reconcile_runs).where(_RUN.id == run))
+    return len(runs), findings
 
 
 def _prune_texts(engine: Engine, cutoff: datetime) -> int:
