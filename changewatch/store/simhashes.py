@@ -30,7 +30,7 @@ import logging
 import time
 
 import sqlalchemy as sa
-from sqlalchemy import bindparam, func, tuple_
+from sqlalchemy import bindparam, func
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
@@ -76,20 +76,25 @@ log = logging.getLogger(__name__)
 #: it the batch is tried again, at most :data:`_LOCK_ATTEMPTS` times, then the prune stops.
 _LOCK_TIMEOUT = "1s"
 _LOCK_ATTEMPTS = 5
+#: Values deleted under one lock at most: page writes wait for that one statement (1,000 on a
+#: store of 760,000 pages in 16 hash partitions: about 0.1 s, most of it looking for each
+#: value's holders in every partition; 100,000 unheld values went in 14 s).
+_MAX_LOCKED = 1_000
 
 _SIM = page_simhashes.c
-# Band 3's index is ((simhash & 65535), simhash): walked in that order, batch by batch.
-_KEY = tuple_(simhash_band_expr(_SIM.simhash, 3), _SIM.simhash)
-_AFTER = tuple_(bindparam("after_band"), bindparam("after_simhash", type_=_SIM.simhash.type))
+_BAND = simhash_band_expr(_SIM.simhash, 3)
 _UNHELD = ~sa.exists().where(page_snapshots.c.simhash == _SIM.simhash)
-_NEXT = (
-    sa.select(_KEY.clauses[0].label("band"), _SIM.simhash, _UNHELD.label("unheld"))
-    .where(_KEY > _AFTER)
-    .order_by(_KEY.clauses[0], _SIM.simhash)
-    .limit(bindparam("batch"))
+# The candidates: one anti-join (on Postgres a hash anti join, both tables read once; a
+# walk probing page_snapshots' SimHash index row by row cost 20 s on 760,000 rows in 16
+# partitions, the anti-join 0.9 s).
+_CANDIDATES = sa.select(_BAND.label("band"), _SIM.simhash).where(_UNHELD)
+# One batch of them, found again through band 3's index ((simhash & 65535), simhash) and
+# checked again for holders.
+_DELETE = sa.delete(page_simhashes).where(
+    _BAND.in_(bindparam("bands", expanding=True)),
+    _SIM.simhash.in_(bindparam("values", expanding=True, type_=_SIM.simhash.type)),
+    _UNHELD,
 )
-_LAST = tuple_(bindparam("last_band"), bindparam("last_simhash", type_=_SIM.simhash.type))
-_DELETE = sa.delete(page_simhashes).where(_KEY > _AFTER, _KEY <= _LAST, _UNHELD)
 _COUNT = sa.select(func.count()).select_from(page_simhashes).where(_UNHELD)
 
 
@@ -97,42 +102,40 @@ def prune_simhashes(engine: Engine, *, dry_run: bool = False, batch_size: int = 
     """Delete the rows of ``page_simhashes`` whose SimHash no stored page holds (with
     ``dry_run``, count them); the number deleted.
 
-    The table is read in batches of ``batch_size`` rows without a lock; a batch holding such
-    rows is deleted again in one statement that checks each row's holders under the lock of
-    the module docstring, so a page written meanwhile keeps its SimHash. When the lock cannot
-    be had (a writer's transaction left open), the prune stops with a warning; what it
+    The candidates are read without a lock, streamed ``batch_size`` at a time (at most :data:`_MAX_LOCKED`);
+    each batch is deleted in one statement that checks each value's holders again under the
+    lock of the module docstring, so a page written meanwhile keeps its SimHash. When the lock
+    cannot be had (a writer's transaction left open), the prune stops with a warning; what it
     deleted until then stays deleted and the rest waits for the next prune.
     """
     if dry_run:
         with engine.connect() as conn:
             return int(conn.execute(_COUNT).scalar_one())
     postgres = engine.dialect.name == "postgresql"
+    size = min(batch_size, _MAX_LOCKED)
     removed = 0
-    after = {"after_band": -1, "after_simhash": 0}
-    while True:
-        with engine.connect() as conn:
-            rows = conn.execute(_NEXT, after | {"batch": batch_size}).all()
-        if not rows:
-            return removed
-        last = {"last_band": rows[-1].band, "last_simhash": rows[-1].simhash}
-        if any(r.unheld for r in rows):
-            deleted = _delete_locked(engine, after | last, postgres)
+    with engine.connect() as reader:
+        found = reader.execution_options(stream_results=True, yield_per=size).execute(_CANDIDATES)
+        for part in found.partitions(size):
+            params = {
+                "bands": sorted({row.band for row in part}),
+                "values": [row.simhash for row in part],
+            }
+            deleted = _delete_locked(engine, params, postgres)
             if deleted is None:
                 log.warning(
                     "prune: page_snapshots stayed locked by a writer; %d unheld SimHashes "
                     "removed, the rest is left for the next prune",
                     removed,
                 )
-                return removed
+                break
             removed += deleted
-        if len(rows) < batch_size:
-            return removed
-        after = {"after_band": last["last_band"], "after_simhash": last["last_simhash"]}
+    return removed
 
 
-def _delete_locked(engine: Engine, params: dict[str, int], postgres: bool) -> int | None:
-    """Delete the unheld rows of one batch's key range while no page can be written; ``None``
-    if the lock was not had in :data:`_LOCK_ATTEMPTS` tries."""
+def _delete_locked(engine: Engine, params: dict[str, list[int]], postgres: bool) -> int | None:
+    """Delete the unheld rows among one batch's values while no page can be written;
+    ``None`` if the lock was not had in :data:`_LOCK_ATTEMPTS` tries."""
     for attempt in range(_LOCK_ATTEMPTS):
         try:
             with engine.begin() as conn:
