@@ -213,10 +213,12 @@ _NAMES = np.array(sorted(int.from_bytes(name, "little") for name in _FORMATTING)
 
 @lru_cache(maxsize=8)
 def _attributes(widest: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """A start or end tag's ``<``, name and first ``widest`` attributes (at most), and one
-    attribute more."""
-    attribute = rf"(?:(?:[{WS}]|/(?!>))*+{ATTRIBUTE})"
-    tag = re.compile(rf"</?[A-Za-z][^{WS}/>]*+{attribute}{{0,{widest}}}+".encode())
+    """A start or end tag's ``<``, name, first ``widest`` attributes (at most) and the
+    separators after them (so that a match's length is all the bytes a try reads: an
+    attribute fails on its first byte, or not at all), and one attribute more."""
+    separators = rf"(?:[{WS}]|/(?!>))*+"
+    attribute = rf"(?:{separators}{ATTRIBUTE})"
+    tag = re.compile(rf"</?[A-Za-z][^{WS}/>]*+{attribute}{{0,{widest}}}+{separators}".encode())
     return tag, re.compile(attribute.encode())
 
 
@@ -228,7 +230,7 @@ def long_tag_at(data: bytes, spans: tuple[tuple[int, int], ...], widest: int, bu
     (scripts, comments and values are read as markup too), so no tag the tokenizer reads is
     skipped; no tag of a span runs past its end (a hard ``>`` or the page's), so each try
     stops there. A try reads at most its span's rest: ``<y<y<y…`` (one tag name) costs the
-    square of its length, hence the budget.
+    square of its length, hence the budget, which counts every byte a try reads.
 
     >>> long_tag_at(b"<p" + b" a" * 257 + b">", ((0, 517),), 256, 1 << 20)
     True
