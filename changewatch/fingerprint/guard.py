@@ -12,7 +12,9 @@ has a check here, run before the costly step:
   elements of 4,096 attributes filling 10 MiB: 13.8 s), and each new attribute or tag name
   costs as many as the page has seen (256,000 distinct names: 52 s). A page with an element
   of more than :data:`MAX_ATTRIBUTES` attributes, or more than :data:`MAX_NAMES` distinct
-  attribute or tag names, is refused with :class:`PageTooComplexError`.
+  attribute or tag names, is refused with :class:`PageTooComplexError`. Pages the model does
+  not read are bounded by :func:`~changewatch.fingerprint.tagscan.scan` (numpy, no tokenizer
+  state: every ``<`` is a possible tag); only what its bounds cannot clear is read further.
 * **NFKC expansion.** One character can normalise to 18 (U+FDFA). :func:`normalise_bounded`
   normalises long text in pieces and refuses it once its normal form passes
   :data:`MAX_TEXT_EXPANSION` times its length (plus :data:`TEXT_EXPANSION_SLACK`) or
