@@ -4,10 +4,12 @@ whitespace before a quote, tag names of many ``<`` — are still refused or read
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
 
 from changewatch import PageTooComplexError
-from changewatch.fingerprint import fingerprint
+from changewatch.fingerprint import attributes, fingerprint, tagscan
 from changewatch.fingerprint.guard import (
     MAX_ATTRIBUTES,
     MAX_NAMES_FEW_TAGS,
@@ -115,3 +117,11 @@ def test_trailing_separators_in_a_tag_are_read_once() -> None:
         assert attribute_names((' a b="c d" e=f' + run).encode()) == [b"a", b"b", b"e"]
         page = "<p" + run + ">x</p>" + "<i></i>" * 5000  # modelled: past the cheap bound
         assert not too_deep(page.encode(), page.count("<"))
+
+
+def test_tagscan_and_attributes_doctests() -> None:
+    """The doctest examples of the scan and of the attribute grammar hold."""
+    for module in (tagscan, attributes):
+        result = doctest.testmod(module)
+        assert result.failed == 0, module.__name__
+        assert result.attempted >= 2, module.__name__
