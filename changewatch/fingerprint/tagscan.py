@@ -127,10 +127,14 @@ def _tag_starts(
 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """For the ``<`` of ``page`` at ``opens``: which are followed by a letter; where those
     followed by ``/`` and a letter stand; where both kinds stand."""
-    following = _CLASS[page[np.minimum(opens[:, None] + _NEXT, max(len(page) - 1, 0))]]
-    start = following[:, 0] == _LETTER
-    end = (following[:, 0] == _SLASH) & (following[:, 1] == _LETTER)
-    return start, opens[end], opens[start | end]
+    last = max(len(page) - 1, 0)
+    following = _CLASS[page[np.minimum(opens + 1, last)]]
+    start = following == _LETTER
+    slashed = np.flatnonzero(following == _SLASH)
+    ending = slashed[_CLASS[page[np.minimum(opens[slashed] + 2, last)]] == _LETTER]
+    either = start.copy()
+    either[ending] = True
+    return start, opens[ending], opens[either]
 
 
 _LETTER = 1
@@ -138,13 +142,11 @@ _LETTER = 1
 _CLASS = np.zeros(256, dtype=np.uint8)
 _CLASS[np.r_[0x41:0x5B, 0x61:0x7B]] = _LETTER
 _CLASS[_SLASH] = _SLASH
-_NEXT = np.array([1, 2])
 _SPACE, _EQUAL = 1, 2
 #: Per byte: _SPACE for one of at most 0x20 (HTML's whitespace and more), _EQUAL for "=".
 _BEFORE = np.zeros(256, dtype=np.uint8)
 _BEFORE[: 0x20 + 1] = _SPACE
 _BEFORE[_EQUALS] = _EQUAL
-_BACK = np.array([1, 2, 3])
 
 
 def _separators(
@@ -164,22 +166,25 @@ def _hard_ends(
     page: npt.NDArray[np.uint8], marks: npt.NDArray[np.intp], kinds: npt.NDArray[np.uint8]
 ) -> npt.NDArray[np.intp]:
     """The positions of the hard ``>`` of ``page`` (see :func:`scan`); ``marks`` are the
-    positions of its ``<``, ``>``, ``"`` and ``'``, ``kinds`` those bytes."""
+    positions of its ``<``, ``>``, ``"`` and ``'``, ``kinds`` those bytes. (An index past
+    the page's start wraps to its end: a quote there is taken as opening or not by other
+    bytes, which can only make a ``>`` soft that is not: the quote opens nothing.)"""
     ends: npt.NDArray[np.intp] = marks[kinds == _GT]
-    lasts = []
+    soft = np.zeros(len(ends), dtype=np.bool_)
     for quote in (_DQUOTE, _SQUOTE):
         quotes = marks[kinds == quote]
-        if len(quotes):  # the last such quote before each ">" (or the first quote: soft)
-            lasts.append(quotes[np.maximum(np.searchsorted(quotes, ends) - 1, 0)])
-    if not lasts or not len(ends):
-        return ends
-    at = np.concatenate(lasts)
-    before = _BEFORE[page[np.maximum(at[:, None] - _BACK, 0)]]
-    one, two, three = before[:, 0], before[:, 1], before[:, 2]
-    opening = (one == _EQUAL) | (
-        (one == _SPACE) & ((two == _EQUAL) | ((two == _SPACE) & (three != 0)))
-    )
-    soft = opening.reshape(len(lasts), len(ends)).any(axis=0)
+        if not len(quotes) or not len(ends):
+            continue
+        # The last such quote before each ">" (none: the page's last quote, after it).
+        at = quotes[np.searchsorted(quotes, ends) - 1]
+        one = _BEFORE[page[at - 1]]
+        opening = one == _EQUAL
+        spaced = np.flatnonzero(one == _SPACE)  # after whitespace: look further back
+        if len(spaced):
+            two = _BEFORE[page[at[spaced] - 2]]
+            three = _BEFORE[page[at[spaced] - 3]]
+            opening[spaced] = (two == _EQUAL) | ((two == _SPACE) & (three != 0))
+        soft |= opening
     hard: npt.NDArray[np.intp] = ends[~soft]
     return hard
 
