@@ -155,12 +155,13 @@ def _separators(
     """The separator bytes (at most 0x20, ``/``, ``"``, ``'``) of ``page`` in each span
     ``first[i]`` to ``stops[i]`` (included; the spans ordered, apart)."""
     separator = (page <= 0x20) | (page == _SLASH) | (page == _DQUOTE) | (page == _SQUOTE)
-    # Running counts in 32 bits (a page of 2 GiB at most: 10 MiB is the default limit).
-    wide = len(page) >> 31 != 0
-    running: npt.NDArray[np.signedinteger] = np.cumsum(
-        separator, dtype=np.int64 if wide else np.int32
-    )
-    counts: npt.NDArray[np.intp] = running[stops] - running[first] + separator[first]
+    separator = np.append(separator, False).view(np.uint8)  # each span's end + 1 indexable
+    edges = np.empty(2 * len(first), dtype=np.intp)
+    edges[0::2] = first
+    edges[1::2] = stops + 1
+    # Sums in 32 bits (a page of 2 GiB at most; 10 MiB is the default limit): no larger
+    # array than the page is made (a running sum of 32 bits a byte was slower, on large pages).
+    counts: npt.NDArray[np.intp] = np.add.reduceat(separator, edges, dtype=np.int32)[0::2]
     return counts
 
 
