@@ -7,7 +7,7 @@ after — the parse-alone time (``LexborHTMLParser``) and the ``fingerprint`` ti
 page of the same size (real corpus pages concatenated; the demo site's without a corpus).
 A child past ``--timeout`` seconds is stopped and reported as such.
 
-    python benchmarks/hostile_pages.py [--quick] [--repeats 3] [--timeout 120]
+    python benchmarks/hostile_pages.py [--quick] [--repeats 3] [--timeout 120] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -83,6 +83,40 @@ def _adoptions(size: int) -> str:
     return head + _repeat("</b>", size - len(head))
 
 
+def _behind_a_script_quote(size: int) -> str:
+    """A script whose text, read as markup, opens a quoted value over the script's end and
+    over one real element of as many attributes as fill the page."""
+    head = '<script>"<x' + " a" * 16 + " b='</script><p "
+    names = []
+    total = len(head)
+    while total < size:
+        names.append(f"a{len(names)}")
+        total += len(names[-1]) + 1
+    return head + " ".join(names) + ">'\"</script><p>x</p>"
+
+
+def _quoted_gt_attributes(size: int) -> str:
+    """One element of attributes whose values each hold a ``>``."""
+    names = []
+    total = 0
+    while total < size:
+        names.append(f'a{len(names)}=">"')
+        total += len(names[-1]) + 1
+    return "<p " + " ".join(names) + ">x</p>"
+
+
+def _lt_tag_name(size: int) -> str:
+    """4,000 ``<y`` then a tag name filling the page: one tag, but 4,000 places one may start."""
+    return "<p>" + "<y" * 4000 + "y" * max(0, size - 8003) + ">x"
+
+
+def _trailing_whitespace(size: int) -> str:
+    """One tag of whitespace after its name (no attribute), then 5,000 small elements (a page
+    the nesting model reads)."""
+    tail = "<i></i>" * 5000
+    return "<p" + " " * max(0, size - len(tail) - 7) + ">x</p>" + tail
+
+
 def _ages(size: int) -> str:
     k = size // 17
     return "<p>" + "5 1:00 " * k + "hours ago " * k + "</p>"
@@ -105,6 +139,10 @@ SHAPES: dict[str, Callable[[int], str]] = {
         "<span>" * 2000 + _repeat("</x>", s - 12000)
     ),
     "misnested </b> (the adoption agency, repeated)": _adoptions,
+    "a wide element behind a quote in a script": _behind_a_script_quote,
+    'attributes holding ">" (a=">"), one element': _quoted_gt_attributes,
+    "a tag name of 4,000 <y, then 1 or 10 MiB of name": _lt_tag_name,
+    "one tag of whitespace, then 5,000 elements": _trailing_whitespace,
     "nested relative ages": _ages,
     "U+FDFA (NFKC ×18)": lambda s: _repeat("\ufdfa", s),
     "U+FDFA, spaced": lambda s: _repeat("\ufdfa ", s),
@@ -169,6 +207,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 MiB only")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--only", default="", help="only the shapes whose name holds this")
     parser.add_argument("--child", nargs=2, metavar=("SHAPE", "SIZE"), help=None)
     args = parser.parse_args()
     if args.child:
@@ -181,7 +220,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for size in sizes:
-        for shape in SHAPES:
+        for shape in [name for name in SHAPES if args.only in name]:
             log(f"{shape} at {size // MIB} MiB")
             command = [sys.executable, __file__, "--child", shape, str(size)]
             command += ["--repeats", str(args.repeats if size == MIB else 1)]

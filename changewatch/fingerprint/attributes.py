@@ -25,6 +25,8 @@ _AREA_BYTES = re.compile(_AREA.encode())
 _NAME = rf"[{WS}/]*+([^{WS}/>][^{WS}/=>]*+)" + ATTRIBUTE[ATTRIBUTE.index("(?:[") :]
 _NAME_STR = re.compile(_NAME)
 _NAME_BYTES = re.compile(_NAME.encode())
+_SEPARATORS = "\t\n\f\r /"
+_SEPARATORS_BYTES = _SEPARATORS.encode()
 
 
 def attributes_of(text: str | bytes, start: int) -> str | bytes:
@@ -39,6 +41,12 @@ def attribute_names(area: str | bytes) -> list[str] | list[bytes]:
 
     >>> attribute_names(' a="x > y" b=1 c d=e/ f')
     ['a', 'b', 'c', 'd', 'f']
+    >>> attribute_names(" a b=/ " + " /" * 100_000)
+    ['a', 'b']
     """
-    pattern = _NAME_BYTES if isinstance(area, bytes) else _NAME_STR
-    return pattern.findall(area)  # type: ignore[arg-type]
+    if isinstance(area, bytes):
+        return _NAME_BYTES.findall(area.rstrip(_SEPARATORS_BYTES))
+    # Without its trailing separators (never part of a name), every separator run in ``area``
+    # is followed by a name, so no search fails after reading a run (with them, each byte of a
+    # trailing run started a search that read the rest: 200,000 spaces took 21 s).
+    return _NAME_STR.findall(area.rstrip(_SEPARATORS))

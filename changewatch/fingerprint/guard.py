@@ -12,7 +12,9 @@ has a check here, run before the costly step:
   elements of 4,096 attributes filling 10 MiB: 13.8 s), and each new attribute or tag name
   costs as many as the page has seen (256,000 distinct names: 52 s). A page with an element
   of more than :data:`MAX_ATTRIBUTES` attributes, or more than :data:`MAX_NAMES` distinct
-  attribute or tag names, is refused with :class:`PageTooComplexError`.
+  attribute or tag names, is refused with :class:`PageTooComplexError`. Pages the model does
+  not read are bounded by :func:`~changewatch.fingerprint.tagscan.scan` (numpy, no tokenizer
+  state: every ``<`` is a possible tag); only what its bounds cannot clear is read further.
 * **NFKC expansion.** One character can normalise to 18 (U+FDFA). :func:`normalise_bounded`
   normalises long text in pieces and refuses it once its normal form passes
   :data:`MAX_TEXT_EXPANSION` times its length (plus :data:`TEXT_EXPANSION_SLACK`) or
@@ -24,12 +26,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from functools import lru_cache
 
 from changewatch.errors import PageTooComplexError
-from changewatch.fingerprint.attributes import WS as _WS
-from changewatch.fingerprint.attributes import attribute_names, attributes_of
 from changewatch.fingerprint.nesting import MAX_NESTING, Model
+from changewatch.fingerprint.tagscan import TagScan, formatting_ends, long_tag_at, scan, tag_counts
 
 __all__ = [
     "MAX_ADOPTIONS",
@@ -72,8 +72,6 @@ TEXT_EXPANSION_SLACK = 1 << 16
 #: 10 MiB, has bytes).
 MAX_TEXT_CHARS = 10 * 1024 * 1024
 
-#: A tag of more than 16 attributes (found in C, by one regex search over the page).
-_SHORT = 16
 #: The stack walks lexbor may cost on a page of ``c`` ``<`` and ``s`` start tags are at most
 #: ``(2c + 1) × (2s + 3)`` levels (see :func:`too_deep`); pages under the bound of a page of
 #: :data:`MAX_NESTING` ``<`` (which needs no model) need none either.
@@ -83,41 +81,11 @@ _WORK_BOUND = (2 * MAX_NESTING + 1) * (2 * MAX_NESTING + 3)
 #: A page of no more formatting end tags than this is not modelled for them; the shared
 #: corpus has at most 4,242 such end tags (few of them misnested).
 MAX_ADOPTIONS = 1024
-_DELIMITER = rf"[{_WS}/>]"
-_FORMATTING_END_PATTERN = (
-    "</(?:[abiusABIUS]|"
-    + "|".join(
-        "".join(f"[{c}{c.upper()}]" for c in name)
-        for name in ("big", "code", "em", "font", "nobr", "small", "strike", "strong", "tt")
-    )
-    + ")"
-    + _DELIMITER
-)
-_FORMATTING_END: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
-    str: re.compile(_FORMATTING_END_PATTERN),
-    bytes: re.compile(_FORMATTING_END_PATTERN.encode()),
-}
-_TAG_START: dict[type, re.Pattern[str] | re.Pattern[bytes]] = {
-    str: re.compile("<(/?)[A-Za-z]"),
-    bytes: re.compile(b"<(/?)[A-Za-z]"),
-}
-
-
-@lru_cache(maxsize=32)
-def _long_tag(short: int, kind: type, ends: bool = False) -> re.Pattern[str] | re.Pattern[bytes]:
-    """A start or end tag of more than ``short`` attributes, for ``str`` or ``bytes``; with
-    ``ends``, either an end tag of a formatting element that is not such a tag (group 1
-    empty), or such a tag (group 1), tried in that order (measured: the faster)."""
-    attributes = (
-        rf"(?>(?:(?:[{_WS}]|/(?!>))*+"
-        rf"[^{_WS}/>][^{_WS}/=>]*+(?:[{_WS}]*+=[{_WS}]*+"
-        rf"""(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z)|[^{_WS}>]*+))?+){{{short + 1}}})"""
-    )
-    tag = rf"/?[A-Za-z][^{_WS}/>]*+{attributes}"
-    if ends:  # one literal "<" first: the regex engine then skips from "<" to "<" in C
-        end = f"{_FORMATTING_END_PATTERN[1 : -len(_DELIMITER)]}(?={_DELIMITER})(?!{attributes})"
-        tag = f"(?:{end}|({tag}))"
-    return re.compile(f"<{tag}".encode() if kind is bytes else f"<{tag}")
+#: What trying the attribute grammar at every tag start of the spans :func:`scan` flags may
+#: cost, in bytes read, past which the page is read once by the model instead: ``4 ×`` the
+#: page plus 1 MiB (the corpus pages read 0.95 × theirs at most).
+_WIDE_COST_PER_BYTE = 4
+_WIDE_COST_SLACK = 1 << 20
 
 
 def too_deep(source: str | bytes, count: int) -> bool:
@@ -132,20 +100,24 @@ def too_deep(source: str | bytes, count: int) -> bool:
     page whose bound ``(2c + 1) × (2s + 3)`` is at most that of a page of
     :data:`MAX_NESTING` ``<``, and whose tags (start and end, at most :data:`MAX_NAMES`)
     cannot bring more names than :func:`check_names` allows, costs lexbor no more than such
-    a page: only its names are checked. The model reads every other page.
+    a page: only its names are checked. The model reads every other page. ``s`` and the tag
+    count are those of :func:`~changewatch.fingerprint.tagscan.tag_counts`: every ``<``
+    followed by a letter (or ``/`` and a letter), in comments and scripts too, so never fewer
+    than the tokenizer reads.
 
     >>> too_deep("<div></x>" * 5000, 10000), too_deep("<p>x</p>" * 5000, 10000)
     (True, False)
     """
-    tags = count
+    data = _as_bytes(source)
     bounded = count <= MAX_NESTING
     if not bounded:
-        opened = _TAG_START[type(source)].findall(source)  # type: ignore[arg-type]
-        starts = opened.count(source[:0])  # an empty group: a start tag, else "/"
-        tags = len(opened)
+        starts, tags = tag_counts(data)
         bounded = (2 * count + 1) * (2 * starts + 3) <= _WORK_BOUND and tags <= MAX_NAMES
-    if bounded and _read_names(source, tags, ends=count > MAX_ADOPTIONS) <= MAX_ADOPTIONS:
-        return False
+    if bounded:
+        found = scan(data, MAX_ATTRIBUTES, MAX_NAMES_FEW_TAGS)
+        _check_found(source, data, found)
+        if count <= MAX_ADOPTIONS or formatting_ends(data, found) <= MAX_ADOPTIONS:
+            return False
     model = Model(
         MAX_NESTING,
         max_attributes=MAX_ATTRIBUTES,
@@ -159,16 +131,17 @@ def too_deep(source: str | bytes, count: int) -> bool:
 
 
 def check_names(source: str | bytes, count: int) -> None:
-    """Raise :class:`PageTooComplexError` if a tag of ``source`` (which holds ``count``
-    tags at most: its number of ``<`` will do) has more than :data:`MAX_ATTRIBUTES`
-    attributes or the page more than :data:`MAX_NAMES_FEW_TAGS` distinct attribute names,
-    counted as the tokenizer reads them (HTML §13.2.5.32-39).
+    """Raise :class:`PageTooComplexError` if a tag of ``source`` has more than
+    :data:`MAX_ATTRIBUTES` attributes or the page more than :data:`MAX_NAMES_FEW_TAGS`
+    distinct attribute names, counted as the tokenizer reads them (HTML §13.2.5.32-39).
+    (``count``, the page's number of ``<``, is no longer needed; kept for callers.)
 
-    Tags (start or end) of more than ``k`` attributes are found by one regex search (which
-    reads scripts and comments as markup too: an over-count), ``k`` being 16 or, on a page
-    of more than 4,096 tags, as many as keeps ``k × count`` under the limit; the rest hold
-    at most ``k × count`` names. Only when that bound passes the limit is the page read as
-    the tokenizer reads it, every name counted, and refused if it is over.
+    :func:`~changewatch.fingerprint.tagscan.scan` bounds, in C, the attributes any tag may
+    hold and all tags together; only when those bounds pass a limit is the page read further:
+    the spans where a tag may be wider than :data:`MAX_ATTRIBUTES` by the attribute grammar
+    tried at each of their ``<`` (:func:`~changewatch.fingerprint.tagscan.long_tag_at`), and,
+    when one is found (perhaps in a script) or the names may pass the limit, the whole page as
+    the tokenizer reads it, every name counted, refused if it is over.
 
     >>> check_names("<p " + "a=1 " * 256 + ">", 1)
     >>> check_names("<p " + "a=1 " * 257 + ">", 1)
@@ -176,36 +149,26 @@ def check_names(source: str | bytes, count: int) -> None:
     ...
     changewatch.errors.PageTooComplexError: an element has more than 256 attributes (257): ...
     """
-    _read_names(source, count, ends=False)
+    del count
+    data = _as_bytes(source)
+    _check_found(source, data, scan(data, MAX_ATTRIBUTES, MAX_NAMES_FEW_TAGS))
 
 
-def _read_names(source: str | bytes, count: int, *, ends: bool) -> int:
-    """:func:`check_names`; with ``ends``, the number of formatting elements' end tags in
-    ``source`` (wherever they stand: at least as many as the tokenizer reads), else 0. On a
-    page without long tags (the common case) both come from one regex search."""
-    kind = type(source)
-    short = min(_SHORT, MAX_NAMES_FEW_TAGS // max(count, 1))
-    if short >= 1 and ends:
-        found = _long_tag(short, kind, True).findall(source)  # type: ignore[arg-type]
-        formatting = found.count(source[:0])
-        if formatting == len(found) and short * count <= MAX_NAMES_FEW_TAGS:
-            return formatting  # no long tag (which could have hidden an end tag)
-    if short < 1 or not _long_names_fit(source, short, count):
-        Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
-    return len(_FORMATTING_END[kind].findall(source)) if ends else 0  # type: ignore[arg-type]
+def _as_bytes(source: str | bytes) -> bytes:
+    """``source`` as bytes: a ``str`` in UTF-8 (``<``, ``>``, quotes, ``=``, ``/`` and
+    whitespace are single bytes there, and no other character holds one of them)."""
+    return source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
 
 
-def _long_names_fit(source: str | bytes, short: int, count: int) -> bool:
-    """Whether the tags of more than ``short`` attributes of ``source`` have no more than
-    :data:`MAX_ATTRIBUTES` each and, with ``short`` names for each of its other ``count``
-    tags at most, the page no more than :data:`MAX_NAMES_FEW_TAGS` distinct names."""
-    long_names: set[str | bytes] = set()
-    for match in _long_tag(short, type(source)).finditer(source):  # type: ignore[arg-type]
-        names = attribute_names(attributes_of(source, match.start()))
-        if len(names) > MAX_ATTRIBUTES:
-            return False  # perhaps in a script: read as the tokenizer does
-        long_names.update(name.lower() for name in names)
-    return short * count + len(long_names) <= MAX_NAMES_FEW_TAGS
+def _check_found(source: str | bytes, data: bytes, found: TagScan) -> None:
+    """:func:`check_names` on ``source`` (``data`` in bytes), given ``data``'s scan."""
+    if found.attributes <= MAX_NAMES_FEW_TAGS:
+        if not found.wide:
+            return
+        budget = _WIDE_COST_PER_BYTE * len(data) + _WIDE_COST_SLACK
+        if not long_tag_at(data, found.wide, MAX_ATTRIBUTES, budget):
+            return
+    Model(1 << 62, max_attributes=MAX_ATTRIBUTES, max_names=MAX_NAMES_FEW_TAGS).run(source)
 
 
 def normalise_bounded(

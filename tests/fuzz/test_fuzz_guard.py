@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -21,7 +22,8 @@ from changewatch.fingerprint.guard import (
     normalise_bounded,
     too_deep,
 )
-from changewatch.fingerprint.nesting import attribute_names, nesting_depth
+from changewatch.fingerprint.nesting import Model, attribute_names, attributes_of, nesting_depth
+from changewatch.fingerprint.tagscan import formatting_ends, long_tag_at, scan, tag_counts
 from changewatch.fingerprint.text import _fold, _normalise_collapsed
 
 from .strategies import FUZZ, html_documents
@@ -253,3 +255,34 @@ def test_misnested_formatting_end_tags_take_the_fallback(opened: int, ends: int)
     assert normalise(page + "text") == "text"
     nested = "<div><b>x</b></div>" * 2500
     assert not too_deep(nested, nested.count("<"))
+
+
+_WS_CHARS = " \t\n\f\r"
+_soup = st.lists(
+    st.sampled_from(["<", ">", '"', "'", "=", "/", "</", "<p", "<b", "a", "bc", "</b", "<!--"])
+    | st.sampled_from(list(_WS_CHARS)),
+    max_size=80,
+).map(lambda parts: "".join(parts).encode())
+_FORMATTING_END = re.compile(
+    rb"</(?i:[abisu]|big|code|em|font|nobr|small|strike|strong|tt)[\t\n\f\r />]"
+)
+
+
+@FUZZ
+@given(_soup, st.integers(0, 4))
+def test_the_scan_bounds_every_tag_the_grammar_reads(page: bytes, widest: int) -> None:
+    """Tag soup of quotes, ``=``, ``>``, whitespace and names: each tag the attribute grammar
+    reads from any ``<`` (wherever the tokenizer stands) with more than ``widest``
+    attributes lies in a span the scan flags, the scan's sum is at least the distinct names
+    the tokenizer reads, and its counts are those of the patterns they replace."""
+    found = scan(page, widest, 1 << 30)
+    exact = Model(1 << 62, max_attributes=1 << 62, max_names=1 << 62)
+    exact.run(page)
+    assert found.attributes >= len(exact.attribute_names)
+    for at in range(len(page)):
+        if page[at] == 0x3C and len(attribute_names(attributes_of(page, at))) > widest:
+            assert any(begin <= at < stop for begin, stop in found.wide), at
+            assert long_tag_at(page, found.wide, widest, 1 << 30)
+    assert formatting_ends(page, found) == len(_FORMATTING_END.findall(page))
+    opened = re.findall(rb"<(/?)[A-Za-z]", page)
+    assert tag_counts(page) == (opened.count(b""), len(opened))
