@@ -102,11 +102,12 @@ def prune_simhashes(engine: Engine, *, dry_run: bool = False, batch_size: int = 
     """Delete the rows of ``page_simhashes`` whose SimHash no stored page holds (with
     ``dry_run``, count them); the number deleted.
 
-    The candidates are read without a lock, streamed ``batch_size`` at a time (at most :data:`_MAX_LOCKED`);
-    each batch is deleted in one statement that checks each value's holders again under the
-    lock of the module docstring, so a page written meanwhile keeps its SimHash. When the lock
-    cannot be had (a writer's transaction left open), the prune stops with a warning; what it
-    deleted until then stays deleted and the rest waits for the next prune.
+    The candidates are read without a lock, streamed ``batch_size`` at a time (at most
+    :data:`_MAX_LOCKED`); each batch is deleted in one statement that checks each value's
+    holders again under the lock of the module docstring, so a page written meanwhile keeps
+    its SimHash. When the lock cannot be had (a writer's transaction left open), the prune
+    stops with a warning; what it deleted until then stays deleted and the rest waits for the
+    next prune.
     """
     if dry_run:
         with engine.connect() as conn:
