@@ -233,17 +233,23 @@ def prune_versions(
 def _prune_chrome_changes(engine: Engine, cutoff: datetime, batch_size: int) -> int:
     """Delete the prunable chrome changes (the module docstring), ``batch_size`` a
     transaction, oldest first; the number deleted."""
+    return _delete_in_batches(
+        engine, _CHROME_BATCH, {"cutoff": cutoff}, page_chrome_changes.c.id, batch_size
+    )
+
+
+def _delete_in_batches(
+    engine: Engine, ids_query: Any, params: dict[str, Any], key: Any, batch_size: int
+) -> int:
+    """Delete the rows whose ``key`` ``ids_query`` returns (its next ``batch_size``, given
+    ``params``), a transaction a batch, until it returns fewer; the number deleted."""
     removed = 0
     while True:
         with engine.begin() as conn:
-            ids = list(
-                conn.execute(_CHROME_BATCH, {"cutoff": cutoff, "batch": batch_size}).scalars()
-            )
+            ids = list(conn.execute(ids_query, params | {"batch": batch_size}).scalars())
             if ids:
                 conn.execute(
-                    sa.delete(page_chrome_changes).where(
-                        _CHROME.id.in_(bindparam("ids", expanding=True))
-                    ),
+                    sa.delete(key.table).where(key.in_(bindparam("ids", expanding=True))),
                     {"ids": ids},
                 )
         removed += len(ids)
@@ -279,19 +285,7 @@ def _prune_reconcile_runs(engine: Engine, cutoff: datetime, batch_size: int) -> 
         runs = _old_runs(conn, cutoff)
     findings = 0
     for run in runs:
-        while True:
-            with engine.begin() as conn:
-                ids = list(conn.execute(_RUN_FINDINGS, {"run": run, "batch": batch_size}).scalars())
-                if ids:
-                    conn.execute(
-                        sa.delete(reconcile_findings).where(
-                            _FINDING.id.in_(bindparam("ids", expanding=True))
-                        ),
-                        {"ids": ids},
-                    )
-            findings += len(ids)
-            if len(ids) < batch_size:
-                break
+        findings += _delete_in_batches(engine, _RUN_FINDINGS, {"run": run}, _FINDING.id, batch_size)
         with engine.begin() as conn:
             conn.execute(sa.delete(reconcile_hosts).where(_RUN_HOST.run_id == run))
             conn.execute(sa.delete(reconcile_runs).where(_RUN.id == run))
