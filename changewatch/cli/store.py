@@ -128,7 +128,8 @@ def _seconds(value: float | None) -> str:
     required=True,
     metavar="DURATION",
     callback=duration_option,
-    help="Only remove versions last seen longer ago than this: 30d, 12h, 1w2d…",
+    help="Only remove versions last seen (chrome changes seen, reconcile runs started) "
+    "longer ago than this: 30d, 12h, 1w2d…",
 )
 @click.option("--dry-run", is_flag=True, help="Count what would be removed; remove nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
