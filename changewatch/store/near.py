@@ -295,7 +295,9 @@ def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> l
 
         values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
         params = {name: Int8(value) for name, value in values.items()}
-        rows: Iterable[Any] = conn.exec_driver_sql(_PG_NEAREST, params)
+        # All rows in one fetch: iterating the result fetches row by row (about 2 µs a row
+        # in psycopg and SQLAlchemy, a quarter of a 100-row answer's time).
+        rows = conn.exec_driver_sql(_PG_NEAREST, params).all()
         return [NearDuplicate(d, u, distance) for d, u, distance in rows]
     by_distance = _near_values(conn, simhash, max_distance)
     found = _holders_of(conn, [simhash], n)
