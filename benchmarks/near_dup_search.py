@@ -9,6 +9,9 @@ neighbours at distances 1, 2 and 3. Then, in the same run:
   SimHashes, the exact Hamming filter, the holders with their URLs from the covering index
   and the order and limit all in the server — over ``--queries`` queries (1,000),
   p50/p99/max latency;
+* the server's own execution time of the same statement for the same queries, a second
+  pass (``EXPLAIN (ANALYZE, TIMING OFF)``: no client, no network, no planning — what is left
+  when a shared machine's scheduling noise is taken out of the client's figure);
 * a SQL full scan, ``bit_count((simhash # q)::bit(64)) <= 3`` (Postgres ≥ 14), over
   ``--scan-queries`` of the same queries (each reads the whole table);
 * ``SELECT`` every SimHash once into a numpy array, then XOR + popcount per query.
@@ -55,6 +58,7 @@ from sqlalchemy.engine import make_url
 
 from changewatch.store import create_engine, open_store
 from changewatch.store.migrate import upgrade
+from changewatch.store.near import pg_nearest_statement
 from changewatch.store.tables import to_signed64, to_unsigned64
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -274,10 +278,18 @@ def run(
     for q_index, rows in planted.items():
         missing = {digest_of(n) for n in rows} - set(answers[q_index])
         assert not missing, f"query {q_index}: planted neighbours not found"
+    load = os.getloadavg()
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
+    server_ms: list[float] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for q in queries:
+            sql, params = pg_nearest_statement(q, MAX_DISTANCE, LIMIT)
+            plan = conn.execute(f"EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) {sql}", params)
+            lines = [str(line) for (line,) in plan.fetchall()]
+            server_ms.append(next(float(t.split()[2]) for t in lines if t.startswith("Execution")))
     mean_found = statistics.fmean(len(a) for a in answers)
     capped = sum(len(a) == LIMIT for a in answers)
 
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
     scan_ms: list[float] = []
     wanted = returned = 0
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -313,7 +325,13 @@ def run(
         summary(
             "near_duplicates (one statement, covering holder index)",
             band_ms,
-            f"{mean_found:.2f} matches/query ({capped} at the limit of {LIMIT}){planted_note}",
+            f"{mean_found:.2f} matches/query ({capped} at the limit of {LIMIT}){planted_note}; "
+            f"load average {load[0]:.2f} after the loop",
+        ),
+        summary(
+            "the same statement, server execution only",
+            server_ms,
+            "EXPLAIN (ANALYZE, TIMING OFF) of the same queries, a second pass",
         ),
         summary(
             "SQL full scan, bit_count",

@@ -53,7 +53,7 @@ from changewatch.store.tables import (
 )
 from changewatch.values import NearCandidate, NearDuplicate
 
-__all__ = ["read_copies", "read_holders", "read_nearest"]
+__all__ = ["pg_nearest_statement", "read_copies", "read_holders", "read_nearest"]
 
 _SNAP = page_snapshots.c
 _VALUES = page_simhashes.c
@@ -254,6 +254,22 @@ def _pg_nearest() -> str:
 _PG_NEAREST = _pg_nearest()
 
 
+def pg_nearest_statement(simhash: int, max_distance: int, n: int) -> tuple[str, dict[str, Any]]:
+    """The Postgres statement of :func:`read_nearest` and its psycopg parameters (for
+    ``exec_driver_sql``; the benchmark and tests ``EXPLAIN`` it).
+
+    psycopg sends an int as int2, int4 or int8 by its value, and keys its prepared
+    statements by the types: the band values alone would make 16 statements a connection,
+    each planned afresh 5 times before Postgres settles on its generic plan. All as int8:
+    one.
+    """
+    from psycopg.types.numeric import Int8
+
+    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
+    values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
+    return _PG_NEAREST, {name: Int8(value) for name, value in values.items()}
+
+
 # SQLite: the distinct stored SimHashes sharing a band with one SimHash, then the holders of
 # each, bounded as on Postgres (in-process, so one small statement each costs little).
 _SHARING = sa.union(
@@ -285,19 +301,10 @@ def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> l
     """
     if n <= 0:
         return []
-    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
     if conn.dialect.name == "postgresql":
-        # psycopg sends an int as int2, int4 or int8 by its value, and keys its prepared
-        # statements by the types: the band values alone would make 16 statements a
-        # connection, each planned afresh 5 times before Postgres settles on its generic
-        # plan. All as int8: one.
-        from psycopg.types.numeric import Int8
-
-        values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
-        params = {name: Int8(value) for name, value in values.items()}
         # All rows in one fetch: iterating the result fetches row by row (about 2 µs a row
         # in psycopg and SQLAlchemy, a quarter of a 100-row answer's time).
-        rows = conn.exec_driver_sql(_PG_NEAREST, params).all()
+        rows = conn.exec_driver_sql(*pg_nearest_statement(simhash, max_distance, n)).all()
         return [NearDuplicate(d, u, distance) for d, u, distance in rows]
     by_distance = _near_values(conn, simhash, max_distance)
     found = _holders_of(conn, [simhash], n)
