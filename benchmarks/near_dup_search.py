@@ -5,15 +5,21 @@ A scratch database (dropped at the end) is migrated to head and filled by ``COPY
 SimHashes (about half ≥ 2^63, stored negative) plus, for half of the queries, three planted
 neighbours at distances 1, 2 and 3. Then, in the same run:
 
-* ``SnapshotStore.near_duplicates(q, 3)`` — four band-index lookups, one statement, exact
-  Hamming filter in Python — over ``--queries`` queries (1,000), p50/p99/max latency;
+* ``SnapshotStore.near_duplicates(q, 3)`` — one statement: the band lookups of the distinct
+  SimHashes, the exact Hamming filter, the holders with their URLs from the covering index
+  and the order and limit all in the server — over ``--queries`` queries (1,000),
+  p50/p99/max latency;
+* the server's own execution time of the same statement for the same queries, a second
+  pass (``EXPLAIN (ANALYZE, TIMING OFF)``: no client, no network, no planning — what is left
+  when a shared machine's scheduling noise is taken out of the client's figure);
 * a SQL full scan, ``bit_count((simhash # q)::bit(64)) <= 3`` (Postgres ≥ 14), over
   ``--scan-queries`` of the same queries (each reads the whole table);
 * ``SELECT`` every SimHash once into a numpy array, then XOR + popcount per query.
 
-* the previous read (``changewatch.store.near.read_candidates``: every stored row sharing a
-  band with the query, then the exact filter and sort in Python) over ``--old-queries`` of the
-  same queries (200), the figure ``near_duplicates`` had before migration 0012.
+(The previous read, every stored row sharing a band through the band indexes of
+``page_snapshots``, is no longer measured: migration 0014 dropped those indexes, and without
+them it is four full scans. Its last figure, p99 421 ms at 1,000,000 real fingerprints on a
+quiet machine, is in docs/scale.md.)
 
 Every ``near_duplicates`` answer is compared with the SQL scan for the scanned queries: its
 recall is the share of the scan's first ``limit`` matches (by distance, then URL digest) it
@@ -25,10 +31,10 @@ a markdown table (``--json`` for machines).
 unrelated real texts) and queries with fresh near-copies and fresh unrelated texts; there
 are no planted neighbours. ``near_duplicates`` returns the nearest ``limit`` (100), reading
 the band buckets of the distinct SimHashes and at most as many holders a SimHash as are
-still wanted; the previous read took every row of a cluster sharing a band.
+still wanted, so a cluster of thousands of copies costs what a few pages do.
 
     python benchmarks/near_dup_search.py [--quick] [--rows N] [--queries N] [--mode real]
-        [--scan-queries N] [--old-queries N] [--pg-url ADMIN_URL]
+        [--scan-queries N] [--pg-url ADMIN_URL]
         (or $CHANGEWATCH_BENCH_PG_URL) [--db-prefix NAME] [--json]
 """
 
@@ -50,10 +56,9 @@ import psycopg
 from _common import log, percentile, scratch_database
 from sqlalchemy.engine import make_url
 
-from changewatch.decide import nearest
 from changewatch.store import create_engine, open_store
 from changewatch.store.migrate import upgrade
-from changewatch.store.near import read_candidates
+from changewatch.store.near import pg_nearest_statement
 from changewatch.store.tables import to_signed64, to_unsigned64
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -92,7 +97,7 @@ def digest_of(n: int) -> bytes:
 
 
 def fill(database_url: str, values: list[int]) -> float:
-    """COPY the rows in (the triggers of migration 0012 fill page_simhashes as they go);
+    """COPY the rows in (the triggers of migration 0013 fill page_simhashes as they go);
     seconds taken (then VACUUM ANALYZE)."""
     dsn = make_url(database_url).set(drivername="postgresql").render_as_string(False)
     columns = (
@@ -188,7 +193,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", default=os.environ.get("CHANGEWATCH_BENCH_PG_URL", PG_ADMIN))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--mode", choices=("random", "real"), default="random")
-    parser.add_argument("--old-queries", type=int, default=200)
     parser.add_argument("--db-prefix", default="cw_bench_neardup")
     args = parser.parse_args(argv)
     rows = args.rows or (50_000 if args.quick else 1_000_000)
@@ -209,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"filled {rows:,} rows in {fill_s:.1f} s")
         store = open_store(url)
         try:
-            results = run(store, url, queries, planted, scan_queries, args.old_queries)
+            results = run(store, url, queries, planted, scan_queries)
             server = store.engine.dialect.server_version_info
             sizes = relation_sizes(url)
         finally:
@@ -262,7 +266,6 @@ def run(
     queries: list[int],
     planted: dict[int, set[int]],
     scan_queries: int,
-    old_queries: int,
 ) -> list[dict[str, Any]]:
     for q in queries[:20]:  # warm the pool, the statement cache and the index pages
         store.near_duplicates(q, MAX_DISTANCE)
@@ -275,15 +278,18 @@ def run(
     for q_index, rows in planted.items():
         missing = {digest_of(n) for n in rows} - set(answers[q_index])
         assert not missing, f"query {q_index}: planted neighbours not found"
+    load = os.getloadavg()
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
+    server_ms: list[float] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for q in queries:
+            sql, params = pg_nearest_statement(q, MAX_DISTANCE, LIMIT)
+            plan = conn.execute(f"EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) {sql}", params)
+            lines = [str(line) for (line,) in plan.fetchall()]
+            server_ms.append(next(float(t.split()[2]) for t in lines if t.startswith("Execution")))
     mean_found = statistics.fmean(len(a) for a in answers)
     capped = sum(len(a) == LIMIT for a in answers)
 
-    old_ms: list[float] = []
-    for q_index, q in enumerate(queries[:old_queries]):
-        ms, old = timed(lambda q=q: old_read(store, q))
-        old_ms.append(ms)
-        assert [n.url_digest for n in old] == answers[q_index], f"query {q_index}: differs"
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
     scan_ms: list[float] = []
     wanted = returned = 0
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -317,14 +323,15 @@ def run(
     planted_note = "; every planted neighbour found" if planted else ""
     return [
         summary(
-            "near_duplicates (distinct-SimHash bands, bounded holders)",
+            "near_duplicates (one statement, covering holder index)",
             band_ms,
-            f"{mean_found:.2f} matches/query ({capped} at the limit of {LIMIT}){planted_note}",
+            f"{mean_found:.2f} matches/query ({capped} at the limit of {LIMIT}){planted_note}; "
+            f"load average {load[0]:.2f} after the loop",
         ),
         summary(
-            "previous read: every row sharing a band",
-            old_ms,
-            f"first {len(old_ms)} queries (read_candidates + exact filter in Python); same answers",
+            "the same statement, server execution only",
+            server_ms,
+            "EXPLAIN (ANALYZE, TIMING OFF) of the same queries, a second pass",
         ),
         summary(
             "SQL full scan, bit_count",
@@ -338,13 +345,6 @@ def run(
             f"per query, after loading all {len(stored):,} SimHashes once in {load_ms:,.0f} ms",
         ),
     ]
-
-
-def old_read(store: Any, q: int) -> list[Any]:
-    """The read near_duplicates made before migration 0012: all rows sharing a band."""
-    with store.engine.connect() as conn:
-        candidates = read_candidates(conn, [q])
-    return nearest(q, candidates, MAX_DISTANCE, None, LIMIT)
 
 
 if __name__ == "__main__":

@@ -7,26 +7,28 @@ stored SimHashes sharing any band with the query and keeps those whose exact Ham
 distance is within the bound.
 
 Real fingerprints cluster: thousands of stored pages hold one of a few dozen SimHashes of one
-page's near-copies, so the band buckets of ``page_snapshots`` (migration 0002) can hold
-thousands of rows. The searches here read instead the band buckets of ``page_simhashes``
-(migration 0013, :mod:`changewatch.store.simhashes`), which hold each stored SimHash about
-once, and then the holders of each SimHash within reach through the ``(simhash,
-url_digest)`` index, in URL-digest order with a ``LIMIT``: :func:`read_nearest` takes only as
-many as the nearer distances left room for, :func:`read_copies` the few a batch can use. A
-cluster of any size costs at most that many index entries a SimHash.
+page's near-copies, so band buckets of pages would hold thousands of rows (the band indexes
+of ``page_snapshots``, migration 0002, which migration 0014 dropped once nothing read them).
+The searches here read instead the band buckets of ``page_simhashes`` (migration 0013,
+:mod:`changewatch.store.simhashes`), which hold each stored SimHash about once, and then the
+holders of each SimHash within reach through the ``(simhash, url_digest)`` index, in
+URL-digest order with a ``LIMIT``: :func:`read_nearest` takes only as many as the nearer
+distances left room for (and, on Postgres, their URLs from the same index: it includes
+``url`` since 0014), :func:`read_copies` the few a batch can use. A cluster of any size
+costs at most that many index entries a SimHash.
 
 Past distance 3 the pigeonhole guarantee is gone (four differing bits can hit all four
 bands), so a search that cannot promise every match is refused: ``max_distance`` above
 :data:`~changewatch.decide.MAX_NEAR_DISTANCE` raises ``ValueError``
 (:func:`changewatch.decide.check_near_distance`) rather than silently missing pages; the
-exact distances are computed by :func:`changewatch.decide.nearest`.
+exact distances are computed in the statement on Postgres (``bit_count``), by
+:func:`changewatch.decide.nearest` on SQLite.
 
 A new page's copies (``duplicate_of``) are read exact first: the stored holders of its
 content hash in URL-digest order through the ``(content_sha256, url_digest)`` index
 (migration 0010) with a ``LIMIT`` (:func:`read_holders`), and near ones only for pages whose
 content may have no holder left (:func:`read_copies`) — so a content shared by 100,000
 stored pages costs one short index range read, not a read of every copy.
-:func:`read_candidates` (every row sharing a band) is the read these replaced.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
-from changewatch.decide import MAX_NEAR_DISTANCE
+from changewatch.decide import MAX_NEAR_DISTANCE, nearest
 from changewatch.fingerprint import hamming
 from changewatch.store.tables import (
     SIMHASH_BANDS,
@@ -49,23 +51,13 @@ from changewatch.store.tables import (
     simhash_band_expr,
     to_signed64,
 )
-from changewatch.values import NearCandidate
+from changewatch.values import NearCandidate, NearDuplicate
 
-__all__ = ["read_candidates", "read_copies", "read_holders", "read_nearest"]
+__all__ = ["pg_nearest_statement", "read_copies", "read_holders", "read_nearest"]
 
 _SNAP = page_snapshots.c
 _VALUES = page_simhashes.c
 
-
-def _band_select(band: int) -> sa.Select[Any]:
-    expr = simhash_band_expr(_SNAP.simhash, band)
-    return sa.select(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256).where(
-        expr.in_(sa.bindparam(f"band{band}", expanding=True))
-    )
-
-
-# One statement, cached by SQLAlchemy: each branch is an index lookup on one band expression.
-_CANDIDATES = sa.union_all(*(_band_select(band) for band in range(SIMHASH_BANDS)))
 
 # The holders of one content hash in URL-digest order, first ``n`` only: a range read of the
 # (content_sha256, url_digest) index (migration 0010) however many pages share the content.
@@ -220,54 +212,62 @@ def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
     return out
 
 
-# Postgres: the ``n`` pages nearest one SimHash, in one statement. ``near`` is the distinct
-# SimHashes within the distance (1..k) from the band buckets of page_simhashes (migration
-# 0013: one entry per SimHash, however many pages hold it); t0 the holders of the SimHash
-# itself, t1..t3 those at distance 1..3. Each stage reads, per SimHash, only as many holders
-# (``ORDER BY url_digest LIMIT``, the (simhash, url_digest) index) as the nearer stages left
-# room for, so a cluster of thousands of copies costs at most ``n`` index entries a SimHash.
-# The URLs are read for the answer only.
-def _pg_nearest() -> sa.TextualSelect:
+# Postgres: the ``n`` pages nearest one SimHash, in one statement, as the answer:
+# (url_digest, url, distance) by (distance, url_digest). ``near`` is the distinct SimHashes
+# within the distance (1..k) from the band buckets of page_simhashes (migration 0013: one
+# entry per SimHash, however many pages hold it); t0 the holders of the SimHash itself, t1..t3
+# those at distance 1..3. Each stage reads, per SimHash, only as many holders (``ORDER BY
+# url_digest LIMIT``) as the nearer stages left room for, so a cluster of thousands of copies
+# costs at most ``n`` index entries a SimHash. The holders come with their URLs from the
+# covering index (simhash, url_digest) INCLUDE (url) (migration 0014), so the answer's rows
+# need no heap visit and no join back through the primary key: that join was 400 of the 431
+# buffer reads of a 100-row answer (EXPLAIN (ANALYZE, BUFFERS), 1,000,000 real
+# fingerprints), most of its time. Plain psycopg SQL (run by ``exec_driver_sql``: no
+# SQLAlchemy compile or type processing per call), prepared by psycopg on its 5th run.
+def _pg_nearest() -> str:
     bands = " UNION ".join(
-        f"SELECT simhash AS v FROM page_simhashes WHERE {_pg_band('simhash', band)} = :b{band}"
+        f"SELECT simhash AS v FROM page_simhashes WHERE {_pg_band('simhash', band)} = %(b{band})s"
         for band in range(SIMHASH_BANDS)
     )
-    distance = "bit_count(CAST(v # :q AS BIT(64)))"
+    distance = "bit_count(CAST(v # %(q)s AS BIT(64)))"
     sql = (
         f"WITH near AS MATERIALIZED (SELECT v, {distance} AS d FROM ({bands}) AS c"
-        f" WHERE {distance} BETWEEN 1 AND :k),"
-        " t0 AS MATERIALIZED (SELECT url_digest FROM page_snapshots WHERE simhash = :q"
-        " ORDER BY url_digest LIMIT :n)"
+        f" WHERE {distance} BETWEEN 1 AND %(k)s),"
+        " t0 AS MATERIALIZED (SELECT url_digest, url FROM page_snapshots WHERE simhash = %(q)s"
+        " ORDER BY url_digest LIMIT %(n)s)"
     )
-    room = ":n - (SELECT count(*) FROM t0)"
+    room = "%(n)s - (SELECT count(*) FROM t0)"
     for d in range(1, MAX_NEAR_DISTANCE + 1):
         sql += (
-            f", t{d} AS MATERIALIZED (SELECT h.url_digest FROM near CROSS JOIN LATERAL ("
-            "SELECT p.url_digest FROM page_snapshots AS p WHERE p.simhash = near.v"
+            f", t{d} AS MATERIALIZED (SELECT h.url_digest, h.url FROM near CROSS JOIN LATERAL ("
+            "SELECT p.url_digest, p.url FROM page_snapshots AS p WHERE p.simhash = near.v"
             f" ORDER BY p.url_digest LIMIT ({room})) AS h WHERE near.d = {d}"
             f" ORDER BY h.url_digest LIMIT ({room}))"
         )
         room += f" - (SELECT count(*) FROM t{d})"
     stages = " UNION ALL ".join(
-        f"SELECT url_digest FROM t{d}" for d in range(MAX_NEAR_DISTANCE + 1)
+        f"SELECT url_digest, url, {d} AS d FROM t{d}" for d in range(MAX_NEAR_DISTANCE + 1)
     )
-    sql += (
-        " SELECT p.url_digest, p.url, p.simhash, p.content_sha256"
-        f" FROM ({stages}) AS t JOIN page_snapshots AS p ON p.url_digest = t.url_digest"
-    )
-    return (
-        sa.text(sql)
-        .bindparams(
-            sa.bindparam("q", type_=sa.BigInteger),
-            *(sa.bindparam(f"b{band}", type_=sa.BigInteger) for band in range(SIMHASH_BANDS)),
-            sa.bindparam("k", type_=sa.Integer),
-            sa.bindparam("n", type_=sa.BigInteger),
-        )
-        .columns(_SNAP.url_digest, _SNAP.url, _SNAP.simhash, _SNAP.content_sha256)
-    )
+    return f"{sql} {stages} ORDER BY d, url_digest"
 
 
 _PG_NEAREST = _pg_nearest()
+
+
+def pg_nearest_statement(simhash: int, max_distance: int, n: int) -> tuple[str, dict[str, Any]]:
+    """The Postgres statement of :func:`read_nearest` and its psycopg parameters (for
+    ``exec_driver_sql``; the benchmark and tests ``EXPLAIN`` it).
+
+    psycopg sends an int as int2, int4 or int8 by its value, and keys its prepared
+    statements by the types: the band values alone would make 16 statements a connection,
+    each planned afresh 5 times before Postgres settles on its generic plan. All as int8:
+    one.
+    """
+    from psycopg.types.numeric import Int8
+
+    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
+    values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
+    return _PG_NEAREST, {name: Int8(value) for name, value in values.items()}
 
 
 # SQLite: the distinct stored SimHashes sharing a band with one SimHash, then the holders of
@@ -288,30 +288,24 @@ _HOLDERS_OF = (
 )
 
 
-def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> list[NearCandidate]:
-    """The ``n`` stored pages nearest ``simhash`` within ``max_distance`` (0..3): every page
-    at a smaller distance before any at a larger one, ties by smallest URL digest — the
-    first ``n`` of a full scan sorted by (distance, digest), exactly.
+def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> list[NearDuplicate]:
+    """The ``n`` stored pages nearest ``simhash`` within ``max_distance`` (0..3), with their
+    distances: every page at a smaller distance before any at a larger one, ties by smallest
+    URL digest — the first ``n`` of a full scan sorted by (distance, digest), exactly.
 
     Bounded whatever the clusters: the band buckets read are those of the distinct stored
     SimHashes (``page_simhashes``), and each SimHash within the distance gives at most as
     many holders as are still wanted. One statement on Postgres (which needs
-    ``bit_count``, Postgres 14 or newer).
+    ``bit_count``, Postgres 14 or newer), whose rows are the answer: the server computes
+    the distances, orders and cuts, and reads the URLs from the holder index.
     """
-    bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
     if n <= 0:
         return []
     if conn.dialect.name == "postgresql":
-        # psycopg sends an int as int2, int4 or int8 by its value, and keys its prepared
-        # statements by the types: the band values alone would make 16 statements a
-        # connection, each planned afresh 5 times before Postgres settles on its generic
-        # plan. All as int8: one.
-        from psycopg.types.numeric import Int8
-
-        values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
-        params = {name: Int8(value) for name, value in values.items()}
-        rows: Iterable[Any] = conn.execute(_PG_NEAREST, params)
-        return [NearCandidate(bytes(d), u, v, bytes(c)) for d, u, v, c in rows]
+        # All rows in one fetch: iterating the result fetches row by row (about 2 µs a row
+        # in psycopg and SQLAlchemy, a quarter of a 100-row answer's time).
+        rows = conn.exec_driver_sql(*pg_nearest_statement(simhash, max_distance, n)).all()
+        return [NearDuplicate(d, u, distance) for d, u, distance in rows]
     by_distance = _near_values(conn, simhash, max_distance)
     found = _holders_of(conn, [simhash], n)
     for distance in range(1, max_distance + 1):
@@ -319,7 +313,7 @@ def read_nearest(conn: Connection, simhash: int, max_distance: int, n: int) -> l
         if room <= 0:
             break
         found += _holders_of(conn, by_distance.get(distance, []), room)
-    return found
+    return nearest(simhash, found, max_distance, None, n)
 
 
 def _near_values(conn: Connection, simhash: int, radius: int) -> dict[int, list[int]]:
@@ -344,21 +338,3 @@ def _holders_of(conn: Connection, simhashes: list[int], n: int) -> list[NearCand
     ]
     found.sort(key=lambda c: c.url_digest)
     return found[:n]
-
-
-def read_candidates(
-    conn: Connection, simhashes: Iterable[int], contents: Iterable[bytes] = ()
-) -> list[NearCandidate]:
-    """Every stored page sharing a band with any of ``simhashes``, and for each of
-    ``contents`` the stored page with that content hash and the smallest URL digest
-    (:func:`read_holders`); once each."""
-    values = list(simhashes)
-    found = read_holders(conn, contents)
-    if values:
-        params: dict[str, list[Any]] = {
-            f"band{band}": sorted({simhash_band(v, band) for v in values})
-            for band in range(SIMHASH_BANDS)
-        }
-        rows = conn.execute(_CANDIDATES, params)
-        found += [NearCandidate(bytes(d), url, stored, bytes(c)) for d, url, stored, c in rows]
-    return _unique(found)

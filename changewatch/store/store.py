@@ -23,7 +23,6 @@ from changewatch.decide import (
     check_near_distance,
     check_near_limit,
     check_simhash,
-    nearest,
 )
 from changewatch.fingerprint import NoiseRule
 from changewatch.fingerprint.templates import TemplateValue
@@ -173,8 +172,8 @@ class SnapshotStore:
         # on SQLite, in one read transaction.
         reading = self._autocommit if self.dialect == "postgresql" else self._reading
         with reading() as conn:
-            candidates = read_nearest(conn, simhash, max_distance, wanted)
-        return nearest(simhash, candidates, max_distance, exclude_digest, limit)
+            found = read_nearest(conn, simhash, max_distance, wanted)
+        return [n for n in found if n.url_digest != exclude_digest][:limit]
 
     def history(self, digest: bytes) -> list[Version]:
         """Every version of a page, oldest first; the current one ends at the last fetch."""

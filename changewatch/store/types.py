@@ -60,11 +60,13 @@ def simhash_band_expr(column: ColumnElement[Any], band: int) -> ColumnElement[in
     return shifted.op("&", return_type=BigInteger())(text(str(_BAND_MASK)))
 
 
-def simhash_band_index_names(table: str = "page_snapshots") -> list[str]:
-    """The names of the band indexes on ``table`` (``page_snapshots`` or, migration 0012,
-    ``page_simhashes``), band 0 first."""
-    stem = "ix_page_simhashes_band" if table == "page_simhashes" else f"ix_{table}_simhash_band"
-    return [f"{stem}{band}" for band in range(SIMHASH_BANDS)]
+def simhash_band_index_names() -> list[str]:
+    """The names of the band indexes on ``page_simhashes`` (migration 0013), band 0 first.
+
+    (``page_snapshots`` had band indexes of its own, ``ix_page_snapshots_simhash_band0``
+    …, from migration 0002 until 0014 dropped them.)
+    """
+    return [f"ix_page_simhashes_band{band}" for band in range(SIMHASH_BANDS)]
 
 
 class UTCDateTime(TypeDecorator[datetime]):

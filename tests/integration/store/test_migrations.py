@@ -316,3 +316,56 @@ def test_0013_adds_and_removes_page_simhashes(make_database_url: Callable[..., s
         assert len(held) == 2
     finally:
         engine.dispose()
+
+
+def _snapshot_indexes(engine: sa.Engine) -> dict[str, str]:
+    """page_snapshots' indexes by name, with their SQL."""
+    if engine.dialect.name == "sqlite":
+        sql = "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = :t"
+    else:
+        sql = "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = :t"
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(sql), {"t": "page_snapshots"}).all()
+    return {str(name): str(text) for name, text in rows}
+
+
+def test_0014_drops_the_snapshot_band_indexes_and_adds_the_url_to_the_holders(
+    make_database_url: Callable[..., str],
+) -> None:
+    """Migration 0014 drops page_snapshots' four band indexes and, on Postgres, builds the
+    (simhash, url_digest) index again with INCLUDE (url); its downgrade restores 0013's
+    indexes, and the search answers the same after upgrading again."""
+    url = make_database_url()
+    watch = ChangeWatch(url, "memory:")
+    try:
+        for page in ("a", "b"):  # one text at two URLs: b is a's near duplicate at 0
+            watch.should_parse(f"https://example.com/{page}", "<p>one page of text stored</p>")
+        before = watch.near_duplicates("https://example.com/a")
+    finally:
+        watch.close()
+    engine = create_engine(url)
+    bands = {f"ix_page_snapshots_simhash_band{band}" for band in range(4)}
+    holders = "ix_page_snapshots_simhash_url_digest"
+    postgres = engine.dialect.name == "postgresql"
+    try:
+        indexes = _snapshot_indexes(engine)
+        assert not bands & set(indexes)
+        assert ("INCLUDE (url)" in indexes[holders]) == postgres
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0013")
+        indexes = _snapshot_indexes(engine)
+        assert bands <= set(indexes)
+        assert "INCLUDE" not in indexes[holders]
+        upgrade(engine)
+        _assert_no_drift(engine)
+        indexes = _snapshot_indexes(engine)
+        assert not bands & set(indexes)
+        assert ("INCLUDE (url)" in indexes[holders]) == postgres
+    finally:
+        engine.dispose()
+    watch = ChangeWatch(url, "memory:")
+    try:
+        assert watch.near_duplicates("https://example.com/a") == before
+        assert [(n.url, n.distance) for n in before] == [("https://example.com/b", 0)]
+    finally:
+        watch.close()
