@@ -323,7 +323,7 @@ def run(
     planted_note = "; every planted neighbour found" if planted else ""
     return [
         summary(
-            "near_duplicates (one statement, covering holder index)",
+            "near_duplicates (one statement: the answer, ordered and cut in the server)",
             band_ms,
             f"{mean_found:.2f} matches/query ({capped} at the limit of {LIMIT}){planted_note}; "
             f"load average {load[0]:.2f} after the loop",

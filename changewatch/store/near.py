@@ -13,8 +13,8 @@ The searches here read instead the band buckets of ``page_simhashes`` (migration
 :mod:`changewatch.store.simhashes`), which hold each stored SimHash about once, and then the
 holders of each SimHash within reach through the ``(simhash, url_digest)`` index, in
 URL-digest order with a ``LIMIT``: :func:`read_nearest` takes only as many as the nearer
-distances left room for (and, on Postgres, their URLs from the same index: it includes
-``url`` since 0014), :func:`read_copies` the few a batch can use. A cluster of any size
+distances left room for (and, on Postgres, their URLs with them), :func:`read_copies` the
+few a batch can use. A cluster of any size
 costs at most that many index entries a SimHash.
 
 Past distance 3 the pigeonhole guarantee is gone (four differing bits can hit all four
@@ -218,12 +218,13 @@ def _unique(candidates: Iterable[NearCandidate]) -> list[NearCandidate]:
 # entry per SimHash, however many pages hold it); t0 the holders of the SimHash itself, t1..t3
 # those at distance 1..3. Each stage reads, per SimHash, only as many holders (``ORDER BY
 # url_digest LIMIT``) as the nearer stages left room for, so a cluster of thousands of copies
-# costs at most ``n`` index entries a SimHash. The holders come with their URLs from the
-# covering index (simhash, url_digest) INCLUDE (url) (migration 0014), so the answer's rows
-# need no heap visit and no join back through the primary key: that join was 400 of the 431
-# buffer reads of a 100-row answer (EXPLAIN (ANALYZE, BUFFERS), 1,000,000 real
-# fingerprints), most of its time. Plain psycopg SQL (run by ``exec_driver_sql``: no
-# SQLAlchemy compile or type processing per call), prepared by psycopg on its 5th run.
+# costs at most ``n`` index entries a SimHash. The holders' URLs are read with them (a heap
+# visit each), not by a join back through the primary key, which was 400 of the 431 buffer
+# reads of a 100-row answer (EXPLAIN (ANALYZE, BUFFERS), 1,000,000 real fingerprints). An
+# index (simhash, url_digest) INCLUDE (url) would spare the heap visits too (p99 about half)
+# but cannot hold an 8 KiB URL (a btree entry is about 2.7 KB). Plain psycopg SQL (run by
+# ``exec_driver_sql``: no SQLAlchemy compile or type processing per call), prepared by
+# psycopg on its 5th run.
 def _pg_nearest() -> str:
     bands = " UNION ".join(
         f"SELECT simhash AS v FROM page_simhashes WHERE {_pg_band('simhash', band)} = %(b{band})s"

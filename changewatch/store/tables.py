@@ -238,24 +238,20 @@ Index(
     page_snapshots.c.rate_band,
     page_snapshots.c.last_seen,
 )
-# A SimHash's holders in URL-digest order: near-duplicate search reads the first few (0013),
-# with their URLs on Postgres (INCLUDE, 0014: no heap visit or primary-key join per answer
-# row). The four band indexes on page_snapshots (0002) were dropped by 0014.
-Index(
-    "ix_page_snapshots_simhash_url_digest",
-    page_snapshots.c.simhash,
-    page_snapshots.c.url_digest,
-    postgresql_include=["url"],
-)
+# A SimHash's holders in URL-digest order: near-duplicate search reads the first few (0013).
+# No INCLUDE (url): a canonical URL may be 8 KiB, a btree entry about 2.7 KB (migration
+# 0014). The four band indexes on page_snapshots (0002) were dropped by 0014.
+Index("ix_page_snapshots_simhash_url_digest", page_snapshots.c.simhash, page_snapshots.c.url_digest)
 
-#: Each SimHash a page_snapshots row has held, about once, kept by the triggers of
-#: changewatch.store.simhashes (migration 0013). No key: see that module.
+#: Each SimHash a page_snapshots row holds, about once, added by the triggers of
+#: changewatch.store.simhashes (migration 0013) and deleted by prune once no row holds it.
+#: No key: see that module.
 page_simhashes = Table(
     "page_simhashes",
     metadata,
     Column("simhash", SimHash64, nullable=False, comment=COMMENTS["page_versions.simhash"]),
-    comment="Each SimHash a page_snapshots row has held, about once (kept by triggers; never "
-    "deleted): the band buckets near-duplicate search reads",
+    comment="Each SimHash a page_snapshots row holds, about once (added by triggers; prune "
+    "deletes those no row holds): the band buckets near-duplicate search reads",
 )
 for _band, _name in enumerate(simhash_band_index_names()):
     Index(_name, simhash_band_expr(page_simhashes.c.simhash, _band), page_simhashes.c.simhash)

@@ -1,23 +1,21 @@
-"""The SimHash holder index carries the URL (Postgres); page_snapshots' band indexes go.
-
-Near-duplicate search (since 0013) reads the band buckets of ``page_simhashes``, then each
-SimHash's holders through ``page_snapshots (simhash, url_digest)``, then joined the answer
-back to ``page_snapshots`` by primary key for the URLs. On 1,000,000 real fingerprints that
-join was 400 of the 431 buffer reads of a 100-row answer (``EXPLAIN (ANALYZE, BUFFERS)``)
-and most of its time. On Postgres the holder index is built again as ``(simhash,
-url_digest) INCLUDE (url)``, so the search is index-only and needs no join. SQLite has no
-``INCLUDE``: its index stays as 0013 made it.
+"""page_snapshots' band indexes go; page_simhashes' comment says prune deletes from it.
 
 The four expression indexes on the bands of ``page_snapshots.simhash`` (migration 0002) are
 read by no query since 0013 (every band lookup is on ``page_simhashes``): dropped, on both
-dialects (about 43 bytes a stored page on Postgres). The downgrade builds them again, and
-the holder index without ``URL``.
+dialects (about 43 bytes a stored page on Postgres, and four index entries fewer for every
+write that is not a HOT update — every touch of a re-fetch). The downgrade builds them again;
+on a hash-partitioned ``page_snapshots`` each partition's copy is renamed ``<index>_p<n>``,
+as the partitioning names them.
 
-A hash-partitioned ``page_snapshots`` (``changewatch db upgrade --partitions``) gets the
-index on every partition; each partition's copy is renamed ``<index>_p<n>``, as the
-partitioning names them. Building the index locks writes to ``page_snapshots`` while it
-runs (about 1 s a million rows on the benchmark machine): run the upgrade between crawls.
-The SQL is written out here as it ran (no live code imported).
+``changewatch prune`` now deletes the SimHashes no stored page holds from ``page_simhashes``
+(``changewatch.store.simhashes``); on Postgres its comment, which said they were never
+deleted, says that instead.
+
+The holder index ``(simhash, url_digest)`` stays as 0013 made it. Building it again with
+``INCLUDE (url)`` halved near-duplicate search's p99 (its answer's URLs read from the index)
+but made every page whose canonical URL does not fit a btree entry (about 2.7 KB; URLs may
+be 8 KiB) fail to store: a batch holding one such page failed whole. The SQL is written out
+here as it ran (no live code imported).
 
 Revision ID: 0014
 Revises: 0013
@@ -43,7 +41,14 @@ _BANDS = (
     ("ix_page_snapshots_simhash_band3", "simhash & 65535"),
 )
 
-_HOLDERS = "ix_page_snapshots_simhash_url_digest"
+_SIMHASHES_COMMENT = (
+    "Each SimHash a page_snapshots row holds, about once (added by triggers; prune deletes "
+    "those no row holds): the band buckets near-duplicate search reads"
+)
+_SIMHASHES_COMMENT_0013 = (
+    "Each SimHash a page_snapshots row has held, about once (kept by triggers; never "
+    "deleted): the band buckets near-duplicate search reads"
+)
 
 # Each partition's copy of one index of page_snapshots (none when it is not partitioned):
 # (copy's name, partition's name).
@@ -69,21 +74,18 @@ def _create_index(name: str, definition: str) -> None:
 
 
 def upgrade() -> None:
-    """Drop the band indexes of page_snapshots; on Postgres, build the holder index again
-    with ``INCLUDE (url)``."""
+    """Drop the band indexes of page_snapshots; on Postgres, page_simhashes' new comment."""
     for name, _expression in reversed(_BANDS):
         op.execute(f"DROP INDEX {name}")
     if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"DROP INDEX {_HOLDERS}")
-        _create_index(_HOLDERS, "(simhash, url_digest) INCLUDE (url)")
+        op.execute(f"COMMENT ON TABLE page_simhashes IS '{_SIMHASHES_COMMENT}'")
 
 
 def downgrade() -> None:
-    """The holder index without the URL again; the four band indexes of 0002 again."""
+    """The four band indexes of 0002 again, and 0013's comment."""
     postgres = op.get_bind().dialect.name == "postgresql"
     if postgres:
-        op.execute(f"DROP INDEX {_HOLDERS}")
-        _create_index(_HOLDERS, "(simhash, url_digest)")
+        op.execute(f"COMMENT ON TABLE page_simhashes IS '{_SIMHASHES_COMMENT_0013}'")
     for name, expression in _BANDS:
         # Postgres wants an index expression in brackets of its own (as in 0002).
         indexed = f"({expression})" if postgres else expression
