@@ -58,6 +58,7 @@ from changewatch.store.tables import (
     reconcile_hosts,
     reconcile_runs,
 )
+from changewatch.store.writes import chunks
 from changewatch.values import PruneReport
 
 __all__ = ["DEFAULT_PRUNE_BATCH", "check_prune_args", "prune_versions"]
@@ -265,17 +266,8 @@ def _old_runs(conn: Any, cutoff: datetime) -> list[int]:
 
 def _count_findings(conn: Any, runs: list[int]) -> int:
     """The findings of ``runs``."""
-    total = 0
-    for part in range(0, len(runs), 500):
-        total += int(
-            conn.execute(
-                sa.select(func.count()).where(
-                    _FINDING.run_id.in_(bindparam("runs", expanding=True))
-                ),
-                {"runs": runs[part : part + 500]},
-            ).scalar_one()
-        )
-    return total
+    count = sa.select(func.count()).where(_FINDING.run_id.in_(bindparam("runs", expanding=True)))
+    return sum(int(conn.execute(count, {"runs": list(part)}).scalar_one()) for part in chunks(runs))
 
 
 def _prune_reconcile_runs(engine: Engine, cutoff: datetime, batch_size: int) -> tuple[int, int]:
