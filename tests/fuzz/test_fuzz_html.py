@@ -10,7 +10,7 @@ from hypothesis import given
 from changewatch import PageTooComplexError, fingerprint
 from changewatch.fingerprint import content_sha256, normalise, raw_sha256
 
-from ._timing import MAX_GROWTH, growth
+from ._timing import assert_linear
 from .strategies import FUZZ, html_documents
 
 
@@ -50,13 +50,12 @@ SHAPES: list[tuple[str, Callable[[int], str]]] = [
 
 @pytest.mark.parametrize(("name", "shape"), SHAPES, ids=[name for name, _ in SHAPES])
 def test_fingerprint_time_grows_linearly(name: str, shape: Callable[[int], str]) -> None:
-    """16× the input costs under 100× the time (quadratic: 256×); see _timing.growth.
+    """16× the input costs under 100× the time (quadratic: 256×); see _timing.assert_linear.
 
     The margin over 16× absorbs cache effects and a loaded machine (CI shares its cores).
     A page refused before parsing (PageTooComplexError: over 4,096 attributes) counts too.
     """
-    n, t_small, t_large = growth(fingerprint, shape, (PageTooComplexError,))
-    assert t_large / t_small < MAX_GROWTH, f"{name}: n={n} {t_small:.5f}s → {t_large:.5f}s"
+    assert_linear(fingerprint, shape, (PageTooComplexError,), label=name)
 
 
 def test_distinct_attribute_names_on_one_element_grow_linearly() -> None:
@@ -67,7 +66,11 @@ def test_distinct_attribute_names_on_one_element_grow_linearly() -> None:
     def shape(n: int) -> str:
         return "<p " + " ".join(f'a{i}="v"' for i in range(n)) + ">x</p>"
 
-    n, t_small, t_large = growth(
-        fingerprint, shape, (PageTooComplexError,), min_seconds=0.002, large_repeats=1
+    assert_linear(
+        fingerprint,
+        shape,
+        (PageTooComplexError,),
+        label="distinct names",
+        min_seconds=0.002,
+        large_repeats=1,
     )
-    assert t_large / t_small < MAX_GROWTH, f"n={n}: {t_small:.5f}s → {t_large:.5f}s"

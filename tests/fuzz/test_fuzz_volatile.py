@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from changewatch.fingerprint import FingerprintPolicy, fingerprint, normalise_text, strip_volatile
 
-from ._timing import MAX_GROWTH, growth
+from ._timing import assert_linear
 from .strategies import FUZZ
 
 #: Words that make stamps, labels and prose, so that random texts hold many near-stamps.
@@ -46,17 +46,15 @@ SHAPES: list[tuple[str, Callable[[int], str]]] = [
 
 @pytest.mark.parametrize(("name", "shape"), SHAPES, ids=[name for name, _ in SHAPES])
 def test_strip_volatile_time_grows_linearly(name: str, shape: Callable[[int], str]) -> None:
-    """16× the text costs under 100× the time (quadratic: 256×); see _timing.growth."""
-    n, t_small, t_large = growth(strip_volatile, shape)
-    assert t_large / t_small < MAX_GROWTH, f"{name}: n={n} {t_small:.5f}s → {t_large:.5f}s"
+    """16× the text costs under 100× the time (quadratic: 256×); see _timing.assert_linear."""
+    assert_linear(strip_volatile, shape, label=name)
 
 
 def test_stamps_in_a_page_block_grow_linearly() -> None:
     """The same nested layers inside one paragraph of a page, through fingerprint()."""
-    n, t_small, t_large = growth(
-        fingerprint, lambda n: "<p>" + "5 1:00 " * n + "hours ago " * n + "</p>"
+    assert_linear(
+        fingerprint, lambda n: "<p>" + "5 1:00 " * n + "hours ago " * n + "</p>", label="block"
     )
-    assert t_large / t_small < MAX_GROWTH, f"n={n} {t_small:.5f}s → {t_large:.5f}s"
 
 
 def test_a_policys_patterns_over_nested_layers_grow_linearly() -> None:
@@ -64,11 +62,11 @@ def test_a_policys_patterns_over_nested_layers_grow_linearly() -> None:
     pass removes one layer, so passes are bounded (volatile.MAX_STRIP_PASSES); unbounded,
     16× the layers cost 256× the time."""
     policy = FingerprintPolicy(volatile=(r"\b\d+ hours ago\b",))
-    n, t_small, t_large = growth(
+    assert_linear(
         lambda html: fingerprint(html, policy=policy),
         lambda n: "<p>" + "5 " * n + "hours ago " * n + "</p>",
+        label="policy layers",
     )
-    assert t_large / t_small < MAX_GROWTH, f"n={n} {t_small:.5f}s → {t_large:.5f}s"
 
 
 def test_a_policys_patterns_still_remove_a_few_nested_layers() -> None:
