@@ -114,6 +114,18 @@ class FastTouch:
         """Run the touch autocommitted on a connection of its own (or a pooled one); the
         stored ``(content_sha256, simhash, version_count)`` if the row matched, else
         ``None``."""
+        rows = self._run(self.sql, params)
+        return self._hit(rows[0] if rows else None)
+
+    def read(self, sql: str, params: list[Any]) -> list[Any]:
+        """Every row of one read statement in the driver's own SQL (``$1 …`` on Postgres,
+        ``?1 …`` on SQLite) and parameters, run autocommitted on a connection of the touch's
+        own as the touch is (prepared on Postgres): no pool checkout, execution context or
+        result metadata per call — most of a small query's client time (near-duplicate
+        search: :func:`~changewatch.store.near.read_nearest`)."""
+        return self._run(sql, params)
+
+    def _run(self, sql: str, params: list[Any]) -> list[Any]:
         if os.getpid() != self._pid:  # a forked child: the parent's connections are its own
             self._pid, self._idle, self._owned = os.getpid(), [], []
         try:
@@ -121,20 +133,20 @@ class FastTouch:
         except IndexError:
             opened = self._open()
             if opened is None:
-                return self._run_pooled(params)
+                return self._run_pooled(sql, params)
             fairy, cursor = opened
         own = fairy, cursor
         try:
-            row = self._execute_own(cursor, params)
+            rows = self._execute_own(cursor, sql, params)
         except self._error as exc:
             gone = self._engine.dialect.is_disconnect(exc, fairy.dbapi_connection, None)
             if gone:
                 self._disconnected(fairy)
             else:
                 self._idle.append(own)
-            raise self._wrap(exc, params, gone) from exc
+            raise self._wrap(exc, sql, params, gone) from exc
         self._idle.append(own)
-        return self._hit(row)
+        return rows
 
     def close(self) -> None:
         """Close the touch's own connections (the store's pool is the engine's to close)."""
@@ -187,29 +199,30 @@ class FastTouch:
         with contextlib.suppress(self._error):  # broken already: nothing to release
             fairy.close()
 
-    def _execute_own(self, cursor: Any, params: list[Any]) -> Any:
+    def _execute_own(self, cursor: Any, sql: str, params: list[Any]) -> list[Any]:
         if self._postgres:
-            return cursor.execute(self.sql, params, prepare=True).fetchone()
-        rows = cursor.execute(self.sql, params).fetchall()  # to the end: the commit
-        return rows[0] if rows else None
+            return cursor.execute(sql, params, prepare=True).fetchall()  # type: ignore[no-any-return]
+        return cursor.execute(sql, params).fetchall()  # type: ignore[no-any-return]  # to the end: the commit
 
-    def _run_pooled(self, params: list[Any]) -> RawHit | None:
+    def _run_pooled(self, sql: str, params: list[Any]) -> list[Any]:
         fairy = self._engine.raw_connection()
         try:
-            row = self._execute(fairy.driver_connection, params)
+            rows = self._execute(fairy.driver_connection, sql, params)
         except self._error as exc:
             gone = self._engine.dialect.is_disconnect(exc, fairy.dbapi_connection, None)
             if gone:
                 fairy.invalidate(exc)
-            raise self._wrap(exc, params, gone) from exc
+            raise self._wrap(exc, sql, params, gone) from exc
         finally:
             fairy.close()
-        return self._hit(row)
+        return rows
 
-    def _wrap(self, exc: Exception, params: list[Any], gone: bool) -> sa.exc.StatementError:
+    def _wrap(
+        self, exc: Exception, sql: str, params: list[Any], gone: bool
+    ) -> sa.exc.StatementError:
         """A driver error as SQLAlchemy's ``DBAPIError``, for ``translate_errors``."""
         return sa.exc.DBAPIError.instance(
-            self.sql,
+            sql,
             params,
             exc,
             self._error,
@@ -223,19 +236,19 @@ class FastTouch:
             return None
         return RawHit(bytes(row[0]), to_unsigned64(row[1]), row[2])
 
-    def _execute(self, driver: Any, params: list[Any]) -> Any:
+    def _execute(self, driver: Any, sql: str, params: list[Any]) -> list[Any]:
         if self._postgres:
             autocommit = driver.autocommit
             driver.autocommit = True
             try:
                 with self._raw_cursor(driver) as cursor:
-                    return cursor.execute(self.sql, params, prepare=True).fetchone()
+                    return cursor.execute(sql, params, prepare=True).fetchall()  # type: ignore[no-any-return]
             finally:
                 driver.autocommit = autocommit
         level = driver.isolation_level
         driver.isolation_level = None  # sqlite3: autocommit
         try:
-            return driver.execute(self.sql, params).fetchone()
+            return driver.execute(sql, params).fetchall()  # type: ignore[no-any-return]
         finally:
             driver.isolation_level = level
 

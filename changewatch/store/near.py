@@ -53,7 +53,13 @@ from changewatch.store.tables import (
 )
 from changewatch.values import NearCandidate, NearDuplicate
 
-__all__ = ["pg_nearest_statement", "read_copies", "read_holders", "read_nearest"]
+__all__ = [
+    "pg_nearest_numbered",
+    "pg_nearest_statement",
+    "read_copies",
+    "read_holders",
+    "read_nearest",
+]
 
 _SNAP = page_snapshots.c
 _VALUES = page_simhashes.c
@@ -253,6 +259,12 @@ def _pg_nearest() -> str:
 
 
 _PG_NEAREST = _pg_nearest()
+#: The same statement in numbered placeholders (``$1 …``, one per name), for the driver's own
+#: cursor (:meth:`~changewatch.store.fasttouch.FastTouch.read`), and its names in order.
+_PG_NEAREST_NAMES: list[str] = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", _PG_NEAREST)))
+_PG_NEAREST_NUMBERED = re.sub(
+    r"%\((\w+)\)s", lambda m: f"${_PG_NEAREST_NAMES.index(m.group(1)) + 1}", _PG_NEAREST
+)
 
 
 def pg_nearest_statement(simhash: int, max_distance: int, n: int) -> tuple[str, dict[str, Any]]:
@@ -269,6 +281,12 @@ def pg_nearest_statement(simhash: int, max_distance: int, n: int) -> tuple[str, 
     bands = {f"b{band}": simhash_band(simhash, band) for band in range(SIMHASH_BANDS)}
     values = {"q": to_signed64(simhash), "k": max_distance, "n": n, **bands}
     return _PG_NEAREST, {name: Int8(value) for name, value in values.items()}
+
+
+def pg_nearest_numbered(simhash: int, max_distance: int, n: int) -> tuple[str, list[Any]]:
+    """:func:`pg_nearest_statement` in numbered placeholders and positional parameters."""
+    _sql, params = pg_nearest_statement(simhash, max_distance, n)
+    return _PG_NEAREST_NUMBERED, [params[name] for name in _PG_NEAREST_NAMES]
 
 
 # SQLite: the distinct stored SimHashes sharing a band with one SimHash, then the holders of

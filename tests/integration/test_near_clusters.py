@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from changewatch import ChangeWatch, hamming
+from changewatch.errors import StoreError
 from changewatch.store.near import _HOLDERS_OF, _PG_NEAREST, _SHARING, read_nearest
 from changewatch.store.tables import (
     SIMHASH_BANDS,
@@ -229,3 +230,78 @@ def test_sqlite_reads_the_distinct_simhashes_through_their_band_indexes(
         assert name in sharing, sharing
     assert "SCAN page_simhashes" not in sharing, sharing
     assert "ix_page_snapshots_simhash_url_digest" in holders, holders
+
+
+def _sqlalchemy_nearest(watch: ChangeWatch, q: int, k: int, n: int) -> list[Any]:
+    with watch.store.engine.connect() as conn:
+        return read_nearest(conn, q, k, n)
+
+
+def test_the_driver_path_answers_as_the_sqlalchemy_path(watch: ChangeWatch) -> None:
+    """Postgres runs near_duplicates on the touch's own connections (the driver's cursor):
+    for queries near clusters, far from everything, at the limit and past it, its answers
+    are read_nearest's through SQLAlchemy, row for row; with a statement listener on the
+    engine, the SQLAlchemy path runs and answers the same."""
+    if watch.store.dialect != "postgresql":
+        pytest.skip("SQLite reads through SQLAlchemy only")
+    rng = random.Random(17)
+    centres = [rng.getrandbits(64) for _ in range(6)]
+    values = [
+        _flip(c, rng.sample(range(64), rng.randint(0, 3))) for c in centres for _ in range(40)
+    ]
+    _insert(watch.store, values + [rng.getrandbits(64) for _ in range(300)])
+    assert watch.store._fast_touch.usable()  # type: ignore[attr-defined]
+    queries = [_flip(c, rng.sample(range(64), 1)) for c in centres] + [rng.getrandbits(64)] * 2
+    for q in queries:
+        for k, n in ((3, 100), (2, 7), (0, 1)):
+            assert watch.store.near_duplicates(q, k, limit=n) == _sqlalchemy_nearest(watch, q, k, n)
+    seen: list[str] = []
+    sa.event.listen(watch.store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    assert not watch.store._fast_touch.usable()  # type: ignore[attr-defined]
+    assert watch.store.near_duplicates(queries[0], 3) == _sqlalchemy_nearest(
+        watch, queries[0], 3, 100
+    )
+    assert any(s.startswith("WITH near") for s in seen)
+
+
+def test_the_driver_path_prepares_one_statement(watch: ChangeWatch) -> None:
+    """On the driver's cursor too, the search is one server-side prepared statement per
+    connection, whatever the band values (every parameter sent as int8)."""
+    if watch.store.dialect != "postgresql":
+        pytest.skip("server-side prepared statements are psycopg's")
+    rng = random.Random(19)
+    _insert(watch.store, [rng.getrandbits(64) for _ in range(50)])
+    for _ in range(200):
+        watch.store.near_duplicates(rng.getrandbits(64), 3, limit=10)
+    (count,) = watch.store._fast_touch.read(  # type: ignore[attr-defined]
+        "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE 'WITH near%'", []
+    )[0]
+    assert count == 1
+
+
+@pytest.mark.postgres
+def test_a_search_on_a_dropped_connection_is_retryable_and_replaced(
+    make_pg_database: Any,
+) -> None:
+    """An administrator's kill of every connection: the next search is a retryable
+    StoreError, the one after it answers on a new connection."""
+    url = make_pg_database()
+    killer = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    with ChangeWatch(database_url=url, seen_url="memory:") as w:
+        digests = _insert(w.store, [5, 6, 2**63 + 5])  # distances 0, 2 and 1 from 5
+        expected = [(digests[0], 0), (digests[2], 1)]
+        assert [(n.url_digest, n.distance) for n in w.store.near_duplicates(5, 1)] == expected
+        try:
+            with killer.connect() as conn:
+                conn.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    )
+                )
+        finally:
+            killer.dispose()
+        with pytest.raises(StoreError) as info:
+            w.store.near_duplicates(5, 1)
+        assert info.value.retryable
+        assert [(n.url_digest, n.distance) for n in w.store.near_duplicates(5, 1)] == expected
