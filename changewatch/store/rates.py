@@ -61,6 +61,39 @@ def _days_postgres(element: DaysBetween, compiler: SQLCompiler, **kw: Any) -> st
     )
 
 
+class _Extreme(FunctionElement[Any]):
+    """The larger (:class:`Greatest`) or smaller (:class:`Least`) of two non-NULL values:
+    ``greatest``/``least`` on Postgres, the two-argument ``max``/``min`` on SQLite. Each
+    argument is written once, where a ``CASE`` repeats one (the schedule's rate expression
+    is long, and Postgres builds every expression of a statement anew at each execution:
+    about 20 µs a thousand characters of the touch's SQL, measured)."""
+
+    inherit_cache = True
+
+
+class Greatest(_Extreme):
+    type = sa.Float()
+    inherit_cache = True
+
+
+class Least(_Extreme):
+    type = sa.Float()
+    inherit_cache = True
+
+
+def _extreme(name: str) -> Any:
+    def compile_(element: _Extreme, compiler: SQLCompiler, **kw: Any) -> str:
+        return f"{name}({compiler.process(element.clauses, **kw)})"
+
+    return compile_
+
+
+compiles(Greatest, "postgresql")(_extreme("greatest"))
+compiles(Greatest, "sqlite")(_extreme("max"))
+compiles(Least, "postgresql")(_extreme("least"))
+compiles(Least, "sqlite")(_extreme("min"))
+
+
 class AddDays(FunctionElement[Any]):
     """``timestamp + days`` (a float), as a timestamp of the column's type."""
 
@@ -92,13 +125,12 @@ def rate_expr(
 ) -> ColumnElement[float]:
     """SQL for :func:`changewatch.schedule.change_rate`: (X̂ + ½) / (T + ½ / prior)."""
     n = sa.cast(intervals, sa.Float)
-    x = sa.case((changes > intervals, n), else_=sa.cast(changes, sa.Float))
+    x = sa.cast(Least(changes, intervals), sa.Float)  # X̂ is defined for X ≤ n
     inferred = sa.case(
         (sa.or_(intervals <= 0, changes <= 0), sa.literal(0.0)),
         else_=-n * sa.func.ln((n - x + 0.5) / (n + 0.5)),
     )
-    days = DaysBetween(first_seen, now)
-    observed = sa.case((days > 0, days), else_=sa.literal(0.0))
+    observed = Greatest(DaysBetween(first_seen, now), sa.literal(0.0))
     pseudo_days = PRIOR_CHANGES / DEFAULT_PRIOR_RATE_PER_DAY
     estimate = (inferred + sa.literal(PRIOR_CHANGES)) / (observed + sa.literal(pseudo_days))
     return sa.case((intervals <= 0, sa.literal(DEFAULT_PRIOR_RATE_PER_DAY)), else_=estimate)
@@ -106,13 +138,16 @@ def rate_expr(
 
 def band_expr(rate: ColumnElement[Any]) -> ColumnElement[int]:
     """SQL for :func:`changewatch.schedule.rate_band` of a (positive) rate expression."""
+    # Both operands of the division typed Float: a function of no type makes SQLAlchemy cast
+    # the divisor to NUMERIC on Postgres, whose 15 digits of ln 2 put a rate of exactly 0.5
+    # a day in band -3 where Python says -2 (2 ln 0.5 / ln 2 = -2.000000000000001).
     raw = sa.func.floor(
-        sa.literal(float(RATE_BANDS_PER_DOUBLING)) * sa.func.ln(rate) / sa.func.ln(2.0)
+        sa.literal(float(RATE_BANDS_PER_DOUBLING))
+        * sa.func.ln(rate, type_=sa.Float)
+        / sa.func.ln(2.0, type_=sa.Float)
     )
-    clamped = sa.case(
-        (raw < MIN_RATE_BAND, sa.literal(MIN_RATE_BAND)),
-        (raw > MAX_RATE_BAND, sa.literal(MAX_RATE_BAND)),
-        else_=raw,
+    clamped = Least(
+        Greatest(raw, sa.literal(float(MIN_RATE_BAND))), sa.literal(float(MAX_RATE_BAND))
     )
     return sa.cast(clamped, sa.SmallInteger)
 

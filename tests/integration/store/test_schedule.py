@@ -61,6 +61,39 @@ def test_stored_rate_equals_the_estimator(watch: ChangeWatch, clock: Clock, patt
     assert row.rate_band == rate_band(row.change_rate)
 
 
+def test_the_sql_estimate_equals_python_on_a_grid(watch: ChangeWatch, clock: Clock) -> None:
+    """rate_expr and band_expr, evaluated by the database, against change_rate and
+    rate_band on a grid that reaches every branch: one fetch, no change, more changes than
+    intervals, a clock that went back (negative span), a span of a millionth of a day and of
+    a million days, and rates past both ends of the band range (clamped)."""
+    start = clock.now.replace(year=2100)
+    cases = [
+        (n, x, days)
+        for n in (0, 1, 2, 7, 1000, 10**6)
+        for x in sorted({0, 1, n // 2, n, n + 3})
+        for days in (-1.0, 0.0, 1e-6, 0.5, 10.0, 1e6)
+    ]
+    n_, x_ = sa.bindparam("n", type_=sa.BigInteger), sa.bindparam("x", type_=sa.Integer)
+    first = sa.bindparam("first", type_=page_snapshots.c.first_seen.type)
+    now = sa.bindparam("now", type_=page_snapshots.c.first_seen.type)
+    rate = rate_expr(n_, x_, first, now)
+    query = sa.select(rate, band_expr(rate))
+    # SQLite's date functions keep milliseconds: a span of 86.4 ms reads as 86 (against
+    # the prior's half day, a relative error of 1e-8).
+    tolerance = 1e-7 if watch.store.dialect == "sqlite" else 1e-12
+    bands = set()
+    with watch.store.engine.connect() as conn:
+        for n, x, days in cases:
+            got_rate, got_band = conn.execute(
+                query, {"n": n, "x": x, "first": start, "now": start + timedelta(days=days)}
+            ).one()
+            expected = change_rate(n, x, days)
+            assert got_rate == pytest.approx(expected, rel=tolerance), (n, x, days)
+            assert got_band == rate_band(expected), (n, x, days, got_rate)
+            bands.add(got_band)
+    assert {-40, 40} <= bands  # both clamps reached
+
+
 def test_not_modified_and_fast_path_update_the_estimate(watch: ChangeWatch, clock: Clock) -> None:
     """Raw fast-path hits and 304s count as fetches without change in the estimate."""
     url = "https://example.com/q"
