@@ -121,3 +121,18 @@ def counts(watch: ChangeWatch) -> tuple[int, int, int]:
             sa.select(sa.func.coalesce(sa.func.sum(page_snapshots.c.fetch_count), 0))
         ).scalar_one()
     return int(snaps), int(versions), int(fetches)
+
+
+def terminate_other_connections(url: str) -> None:
+    """An administrator's kill of every other connection to ``url``'s Postgres database."""
+    killer = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with killer.connect() as conn:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+    finally:
+        killer.dispose()

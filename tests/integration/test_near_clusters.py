@@ -21,6 +21,7 @@ from changewatch.store.tables import (
     to_signed64,
 )
 
+from ._pages import terminate_other_connections
 from .test_near_duplicates import _brute_force, _flip, _insert
 
 
@@ -286,21 +287,11 @@ def test_a_search_on_a_dropped_connection_is_retryable_and_replaced(
     """An administrator's kill of every connection: the next search is a retryable
     StoreError, the one after it answers on a new connection."""
     url = make_pg_database()
-    killer = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with ChangeWatch(database_url=url, seen_url="memory:") as w:
         digests = _insert(w.store, [5, 6, 2**63 + 5])  # distances 0, 2 and 1 from 5
         expected = [(digests[0], 0), (digests[2], 1)]
         assert [(n.url_digest, n.distance) for n in w.store.near_duplicates(5, 1)] == expected
-        try:
-            with killer.connect() as conn:
-                conn.execute(
-                    sa.text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    )
-                )
-        finally:
-            killer.dispose()
+        terminate_other_connections(url)
         with pytest.raises(StoreError) as info:
             w.store.near_duplicates(5, 1)
         assert info.value.retryable

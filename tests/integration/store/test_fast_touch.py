@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from changewatch import ChangeWatch
 from changewatch.errors import StoreError
 
-from .._pages import long_page, snapshot_rows
+from .._pages import long_page, snapshot_rows, terminate_other_connections
 
 URLS = [f"https://fast.example/p/{i}" for i in range(5)]
 HEADERS = {"ETag": '"v7"', "Last-Modified": "Tue, 01 Dec 2026 10:00:00 GMT"}
@@ -71,19 +71,9 @@ def test_a_dropped_connection_is_retryable_and_replaced(
     """A server-side kill of the pooled connection: a retryable StoreError, then the next
     call gets a new connection (the dead one was invalidated, not put back in the pool)."""
     url = make_pg_database()
-    killer = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with ChangeWatch(database_url=url, seen_url="memory:") as watch:
         watch.should_parse(URLS[0], long_page())
-        try:
-            with killer.connect() as conn:
-                conn.execute(
-                    sa.text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    )
-                )
-        finally:
-            killer.dispose()
+        terminate_other_connections(url)
         with pytest.raises(StoreError) as info:
             watch.should_parse(URLS[0], long_page())
         assert info.value.retryable
