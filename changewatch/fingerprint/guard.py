@@ -7,6 +7,14 @@ has a check here, run before the costly step:
   :func:`too_deep` sends a page to the tag-stripping fallback when the model of
   :mod:`~changewatch.fingerprint.nesting` says it nests past :data:`MAX_NESTING`, or its
   stack walks would cost more than :data:`NESTING_WORK_PER_TAG` levels per tag on average.
+* **Elements the page does not spell.** lexbor rebuilds every open formatting element of
+  distinct attributes in each new paragraph (§13.2.4.3: 1,000 ``<b id=…>`` and 17,000
+  ``<p>x``, 78 KB, made 17 million elements: 21.5 s, 6.2 GB), so the fallback reads a page
+  the model says may rebuild more than :data:`MAX_REBUILT_PER_TAG` elements a tag.
+* **Quadratic corners of lexbor.** Options in a ``select`` (each new one costs about the
+  ones before it) and repeated ``<html>``/``<body>`` tags (each one's attributes are merged
+  into the one element): past :data:`MAX_OPTIONS` and :data:`MAX_ROOT_TAGS` such tags the
+  fallback reads the page.
 * **Attributes.** lexbor compares each attribute with the element's earlier ones (duplicates
   are dropped, HTML §13.2.5.33), so ``n`` attributes on one element cost ``n²`` (90,000: 30 s;
   elements of 4,096 attributes filling 10 MiB: 13.8 s), and each new attribute or tag name
@@ -29,7 +37,13 @@ from collections.abc import Callable
 
 from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.nesting import MAX_NESTING, Model
-from changewatch.fingerprint.tagscan import TagScan, formatting_ends, long_tag_at, scan, tag_counts
+from changewatch.fingerprint.tagscan import (
+    TagScan,
+    formatting_ends,
+    long_tag_at,
+    named_tags,
+    scan,
+)
 
 __all__ = [
     "MAX_ADOPTIONS",
@@ -37,6 +51,9 @@ __all__ = [
     "MAX_NAMES",
     "MAX_NAMES_FEW_TAGS",
     "MAX_NESTING",
+    "MAX_OPTIONS",
+    "MAX_REBUILT_PER_TAG",
+    "MAX_ROOT_TAGS",
     "MAX_TEXT_CHARS",
     "MAX_TEXT_EXPANSION",
     "NESTING_WORK_PER_TAG",
@@ -81,6 +98,21 @@ _WORK_BOUND = (2 * MAX_NESTING + 1) * (2 * MAX_NESTING + 3)
 #: A page of no more formatting end tags than this is not modelled for them; the shared
 #: corpus has at most 4,242 such end tags (few of them misnested).
 MAX_ADOPTIONS = 1024
+#: A page of more ``<option`` start tags than this is read by the fallback: lexbor's select
+#: handling costs about the options before each new one (8,000 in one ``select``: 0.9 s;
+#: with ``selected``, 4.4 s; 58,000 filling 1 MiB: 65 s). The shared corpus has at most 337.
+MAX_OPTIONS = 2048
+#: A page of more ``<html`` and ``<body`` start tags than this is read by the fallback:
+#: lexbor merges each one's attributes into the one element, comparing them with those it
+#: holds (128 ``<body>`` of 256 distinct attributes: 9.9 s, 535 KB). The corpus has at most 7.
+MAX_ROOT_TAGS = 16
+#: Elements the parser may create by reconstructing formatting elements (see
+#: :class:`~changewatch.fingerprint.nesting.Model`): past this many per tag on average (plus
+#: :data:`_REBUILT_SLACK`) the fallback reads the page. A page is modelled for it when its
+#: formatting start tags beyond their names' end tags (``unclosed``), each rebuilt at most
+#: twice a tag, could pass it; in the corpus ``unclosed`` is at most 16 (99% of pages: 0).
+MAX_REBUILT_PER_TAG = 4
+_REBUILT_SLACK = 1 << 20
 #: What trying the attribute grammar at every tag start of the spans :func:`scan` flags may
 #: cost, in bytes read, past which the page is read once by the model instead: ``4 ×`` the
 #: page plus 1 MiB (the corpus pages read 0.95 × theirs at most).
@@ -90,7 +122,9 @@ _WIDE_COST_SLACK = 1 << 20
 
 def too_deep(source: str | bytes, count: int) -> bool:
     """Whether the parser must not build ``source``'s tree (it holds ``count`` ``<``):
-    the model says it nests past :data:`MAX_NESTING` or its stack walks would cost too much.
+    it holds more than :data:`MAX_OPTIONS` ``<option`` or :data:`MAX_ROOT_TAGS` ``<html``
+    and ``<body`` start tags, or the model says it nests past :data:`MAX_NESTING`, its stack
+    walks would cost too much or its formatting elements would be rebuilt too often.
     Raises :class:`PageTooComplexError` for a page over :data:`MAX_ATTRIBUTES` or
     :data:`MAX_NAMES` (checked by :func:`check_names` too).
 
@@ -101,22 +135,34 @@ def too_deep(source: str | bytes, count: int) -> bool:
     :data:`MAX_NESTING` ``<``, and whose tags (start and end, at most :data:`MAX_NAMES`)
     cannot bring more names than :func:`check_names` allows, costs lexbor no more than such
     a page: only its names are checked. The model reads every other page. ``s`` and the tag
-    count are those of :func:`~changewatch.fingerprint.tagscan.tag_counts`: every ``<``
+    count are those of :func:`~changewatch.fingerprint.tagscan.named_tags`: every ``<``
     followed by a letter (or ``/`` and a letter), in comments and scripts too, so never fewer
-    than the tokenizer reads.
+    than the tokenizer reads. A page is modelled too when its formatting start tags beyond
+    their names' end tags (``unclosed``), each rebuilt before every token, could pass the
+    rebuild limit (an estimate, not a bound: an end tag whose element is out of scope
+    removes nothing; the model, which reads the page, counts every open one).
 
     >>> too_deep("<div></x>" * 5000, 10000), too_deep("<p>x</p>" * 5000, 10000)
     (True, False)
     """
     data = _as_bytes(source)
+    named = named_tags(data)
+    if named.options > MAX_OPTIONS or named.roots > MAX_ROOT_TAGS:
+        return True
+    # Each of the 2c + 1 tokens may rebuild every unclosed formatting element (an upper
+    # bound where each end tag removes an element of its name; the model counts exactly).
+    rebuilding = 2 * named.unclosed * (2 * count + 1) > (
+        MAX_REBUILT_PER_TAG * (2 * count + 1) + _REBUILT_SLACK
+    )
     bounded = count <= MAX_NESTING
     if not bounded:
-        starts, tags = tag_counts(data)
+        starts, tags = named.starts, named.tags
         bounded = (2 * count + 1) * (2 * starts + 3) <= _WORK_BOUND and tags <= MAX_NAMES
     if bounded:
         found = scan(data, MAX_ATTRIBUTES, MAX_NAMES_FEW_TAGS)
         _check_found(source, data, found)
-        if count <= MAX_ADOPTIONS or formatting_ends(data, found) <= MAX_ADOPTIONS:
+        adoptions = count > MAX_ADOPTIONS and formatting_ends(data, found) > MAX_ADOPTIONS
+        if not adoptions and not rebuilding:
             return False
     model = Model(
         MAX_NESTING,
@@ -125,6 +171,8 @@ def too_deep(source: str | bytes, count: int) -> bool:
         work_per_push=NESTING_WORK_PER_TAG,
         work_slack=_NESTING_WORK_SLACK,
         max_adoptions=MAX_ADOPTIONS,
+        rebuilt_per_tag=MAX_REBUILT_PER_TAG,
+        rebuilt_slack=_REBUILT_SLACK,
     )
     model.run(source)
     return model.deepest > MAX_NESTING or model.too_costly

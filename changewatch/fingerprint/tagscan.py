@@ -21,7 +21,15 @@ import numpy.typing as npt
 
 from changewatch.fingerprint.attributes import ATTRIBUTE, WS
 
-__all__ = ["TagScan", "formatting_ends", "long_tag_at", "scan", "tag_counts"]
+__all__ = [
+    "NamedTags",
+    "TagScan",
+    "formatting_ends",
+    "long_tag_at",
+    "named_tags",
+    "scan",
+    "tag_counts",
+]
 
 _LT, _GT, _DQUOTE, _SQUOTE, _SLASH, _EQUALS = 0x3C, 0x3E, 0x22, 0x27, 0x2F, 0x3D
 #: The formatting elements (HTML §13.2.4.3), whose end tags run the adoption agency.
@@ -226,12 +234,81 @@ def formatting_ends(data: bytes, found: TagScan) -> int:
     return int(np.count_nonzero(named & known))
 
 
+@dataclass(frozen=True, slots=True)
+class NamedTags:
+    """What :func:`named_tags` counts: ``starts`` and ``tags`` as :func:`tag_counts`,
+    ``options`` (``<option`` start tags), ``roots`` (``<html`` and ``<body``), and
+    ``unclosed``: over the formatting elements' names, the start tags beyond that name's end
+    tags (``<b>`` × 5 and ``</b>`` × 2: 3)."""
+
+    starts: int
+    tags: int
+    options: int
+    roots: int
+    unclosed: int
+
+
+def named_tags(data: bytes) -> NamedTags:
+    """Count, wherever they stand (scripts and comments too, so never fewer than the
+    tokenizer reads), the ``<`` + name + delimiter (whitespace, ``/``, ``>``) of the names
+    :class:`NamedTags` reports, names in any case.
+
+    >>> named_tags(b"<select><OPTION>a<option selected>b</select><b><b></b><body x>")
+    NamedTags(starts=6, tags=8, options=2, roots=1, unclosed=1)
+    """
+    page = np.frombuffer(data, dtype=np.uint8)
+    opens = np.flatnonzero(page == _LT)
+    if not len(opens):
+        return NamedTags(0, 0, 0, 0, 0)
+    start, end_tags, tag_starts = _tag_starts(page, opens)
+    started = _name_counts(_name_keys(page, opens[start], 1))
+    ended = _name_counts(_name_keys(page, end_tags, 2))
+    formatting = np.maximum(started[: len(_NAMES)] - ended[: len(_NAMES)], 0)
+    return NamedTags(
+        starts=int(np.count_nonzero(start)),
+        tags=len(tag_starts),
+        options=int(started[_OPTION]),
+        roots=int(started[_BODY] + started[_HTML]),
+        unclosed=int(formatting.sum()),
+    )
+
+
+def _name_counts(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.intp]:
+    """How many of ``keys`` are each of :data:`_COUNTED` (in its order)."""
+    index = np.minimum(np.searchsorted(_SORTED, keys), len(_SORTED) - 1)
+    found = _SORTED[index] == keys
+    counts: npt.NDArray[np.intp] = np.bincount(index[found], minlength=len(_SORTED))
+    return counts[_PLACE]
+
+
+def _name_keys(
+    page: npt.NDArray[np.uint8], at: npt.NDArray[np.intp], offset: int
+) -> npt.NDArray[np.uint64]:
+    """Per position of ``at``: the lower-cased name of up to 7 bytes from ``at + offset`` as a
+    little-endian key if a delimiter follows it (else 0, which no name is)."""
+    if not len(at):
+        return np.zeros(0, dtype=np.uint64)
+    window = page[np.minimum(at[:, None] + (_NAME - 2 + offset), len(page) - 1)]
+    delimiter = _DELIMITER[window]
+    length = delimiter.argmax(axis=1)  # the name's length, if a delimiter follows it
+    named = delimiter[np.arange(len(at)), length] & (length > 0)
+    keys = (window.view("<u8")[:, 0] | np.uint64(0x2020202020202020)) & _MASKS[length]
+    return np.where(named, keys, np.uint64(0))
+
+
 _NAME = np.arange(2, 10)
 _DELIMITER = np.zeros(256, dtype=np.bool_)
 _DELIMITER[[0x09, 0x0A, 0x0C, 0x0D, 0x20, _SLASH, _GT]] = True
 #: Per name length, the mask keeping its bytes of a little-endian key of 8 bytes.
 _MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)], dtype=np.uint64)
 _NAMES = np.array(sorted(int.from_bytes(name, "little") for name in _FORMATTING), dtype=np.uint64)
+#: The names :func:`named_tags` counts: the formatting elements' (:data:`_NAMES`), then these.
+_COUNTED = np.concatenate(
+    [_NAMES, np.array([int.from_bytes(n, "little") for n in (b"option", b"body", b"html")])]
+).astype(np.uint64)
+_OPTION, _BODY, _HTML = len(_NAMES), len(_NAMES) + 1, len(_NAMES) + 2
+_SORTED = np.sort(_COUNTED)
+_PLACE = np.searchsorted(_SORTED, _COUNTED)  # where each counted name stands in _SORTED
 
 
 @lru_cache(maxsize=8)

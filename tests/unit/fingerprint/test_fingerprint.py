@@ -939,12 +939,14 @@ def test_bad_input_empty_document() -> None:
 
 @pytest.mark.parametrize("tag", ["div", "span", "header", "table", "p", "b"])
 def test_bad_input_100000_deep_nesting_bounded_time(tag: str) -> None:
-    """100,000 nested elements: the text is found, in bounded time (tag-stripping fallback)."""
+    """100,000 nested elements: the text is found, in bounded time (tag-stripping fallback).
+    Timed in this process's CPU time (about 2 s for table and p: the model reads every tag),
+    so a loaded machine's other processes do not count."""
     page = f"<{tag}>" * 100_000 + "deep text" + f"</{tag}>" * 100_000
-    start = time.perf_counter()
+    start = time.process_time()
     assert normalise(page) == "deep text"
     assert normalise(page, policy=FingerprintPolicy(boilerplate=True)) == "deep text"
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
 
 
 def test_bad_input_deep_fallback_drops_scripts_and_comments() -> None:
