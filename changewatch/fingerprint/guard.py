@@ -38,10 +38,12 @@ from collections.abc import Callable
 from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.nesting import MAX_NESTING, Model
 from changewatch.fingerprint.tagscan import (
+    NamedTags,
     TagScan,
     formatting_ends,
     long_tag_at,
     named_tags,
+    names_of,
     scan,
 )
 
@@ -146,23 +148,22 @@ def too_deep(source: str | bytes, count: int) -> bool:
     (True, False)
     """
     data = _as_bytes(source)
-    named = named_tags(data)
-    if named.options > MAX_OPTIONS or named.roots > MAX_ROOT_TAGS:
-        return True
-    # Each of the 2c + 1 tokens may rebuild every unclosed formatting element (an upper
-    # bound where each end tag removes an element of its name; the model counts exactly).
-    rebuilding = 2 * named.unclosed * (2 * count + 1) > (
-        MAX_REBUILT_PER_TAG * (2 * count + 1) + _REBUILT_SLACK
-    )
+    named = None
     bounded = count <= MAX_NESTING
     if not bounded:
-        starts, tags = named.starts, named.tags
-        bounded = (2 * count + 1) * (2 * starts + 3) <= _WORK_BOUND and tags <= MAX_NAMES
+        named = named_tags(data)
+        if _root_corners(named):
+            return True
+        bounded = (2 * count + 1) * (2 * named.starts + 3) <= _WORK_BOUND
+        bounded = bounded and named.tags <= MAX_NAMES
     if bounded:
         found = scan(data, MAX_ATTRIBUTES, MAX_NAMES_FEW_TAGS)
         _check_found(source, data, found)
+        named = named or names_of(data, found)
+        if _root_corners(named):
+            return True
         adoptions = count > MAX_ADOPTIONS and formatting_ends(data, found) > MAX_ADOPTIONS
-        if not adoptions and not rebuilding:
+        if not adoptions and not _rebuilding(named, count):
             return False
     model = Model(
         MAX_NESTING,
@@ -176,6 +177,19 @@ def too_deep(source: str | bytes, count: int) -> bool:
     )
     model.run(source)
     return model.deepest > MAX_NESTING or model.too_costly
+
+
+def _root_corners(named: NamedTags) -> bool:
+    """Whether lexbor's select or root-tag handling would be quadratic on the page."""
+    return named.options > MAX_OPTIONS or named.roots > MAX_ROOT_TAGS
+
+
+def _rebuilding(named: NamedTags, count: int) -> bool:
+    """Whether the page's formatting elements could be rebuilt past the limit: each of its
+    ``2c + 1`` tokens may rebuild every unclosed one (an estimate where each end tag removes
+    an element of its name; the model counts what stays open)."""
+    tokens = 2 * count + 1
+    return 2 * named.unclosed * tokens > MAX_REBUILT_PER_TAG * tokens + _REBUILT_SLACK
 
 
 def check_names(source: str | bytes, count: int) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "formatting_ends",
     "long_tag_at",
     "named_tags",
+    "names_of",
     "scan",
     "tag_counts",
 ]
@@ -51,6 +52,8 @@ class TagScan:
     attributes: int
     wide: tuple[tuple[int, int], ...]
     end_tags: npt.NDArray[np.intp] = field(compare=False, repr=False)
+    #: Where each ``<`` and a letter stands (for :func:`names_of`).
+    start_tags: npt.NDArray[np.intp] = field(compare=False, repr=False)
 
 
 def scan(data: bytes, widest: int, most: int) -> TagScan:
@@ -90,9 +93,10 @@ def scan(data: bytes, widest: int, most: int) -> TagScan:
     size = len(page)
     marks = np.flatnonzero(_any_of(page, (_LT, _GT, _DQUOTE, _SQUOTE)))
     kinds = page[marks]
-    start, end_tags, tag_starts = _tag_starts(page, marks[kinds == _LT])
+    opens = marks[kinds == _LT]
+    start, end_tags, tag_starts = _tag_starts(page, opens)
     if not len(tag_starts):
-        return TagScan(0, 0, 0, (), end_tags)
+        return TagScan(0, 0, 0, (), end_tags, opens[start])
     hard = _hard_ends(page, marks, kinds)
     # Groups: (hard[i - 1], hard[i]], and after the last hard ">" to the end of the page; only
     # those holding a possible tag start, from the first one.
@@ -116,6 +120,7 @@ def scan(data: bytes, widest: int, most: int) -> TagScan:
         attributes=int(bound.sum()),
         wide=tuple((int(first[i]), int(stops[i]) + 1) for i in wide),
         end_tags=end_tags,
+        start_tags=opens[start],
     )
 
 
@@ -258,15 +263,24 @@ def named_tags(data: bytes) -> NamedTags:
     """
     page = np.frombuffer(data, dtype=np.uint8)
     opens = np.flatnonzero(page == _LT)
-    if not len(opens):
-        return NamedTags(0, 0, 0, 0, 0)
-    start, end_tags, tag_starts = _tag_starts(page, opens)
-    started = _name_counts(_name_keys(page, opens[start], 1))
+    start, end_tags, _ = _tag_starts(page, opens)
+    return _named(page, opens[start], end_tags)
+
+
+def names_of(data: bytes, found: TagScan) -> NamedTags:
+    """:func:`named_tags` of ``data`` from its :func:`scan` (no pass over the page)."""
+    return _named(np.frombuffer(data, dtype=np.uint8), found.start_tags, found.end_tags)
+
+
+def _named(
+    page: npt.NDArray[np.uint8], start_tags: npt.NDArray[np.intp], end_tags: npt.NDArray[np.intp]
+) -> NamedTags:
+    started = _name_counts(_name_keys(page, start_tags, 1))
     ended = _name_counts(_name_keys(page, end_tags, 2))
     formatting = np.maximum(started[: len(_NAMES)] - ended[: len(_NAMES)], 0)
     return NamedTags(
-        starts=int(np.count_nonzero(start)),
-        tags=len(tag_starts),
+        starts=len(start_tags),
+        tags=len(start_tags) + len(end_tags),
         options=int(started[_OPTION]),
         roots=int(started[_BODY] + started[_HTML]),
         unclosed=int(formatting.sum()),
