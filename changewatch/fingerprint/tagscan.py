@@ -13,7 +13,7 @@ sequential scan that a quote in a script could knock out of step), or by the cal
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -244,13 +244,17 @@ class NamedTags:
     """What :func:`named_tags` counts: ``starts`` and ``tags`` as :func:`tag_counts`,
     ``options`` (``<option`` start tags), ``roots`` (``<html`` and ``<body``), and
     ``unclosed``: over the formatting elements' names, the start tags beyond that name's end
-    tags (``<b>`` × 5 and ``</b>`` × 2: 3)."""
+    tags (``<b>`` × 5 and ``</b>`` × 2: 3). ``walks`` (from :func:`named_tags` only, else 0):
+    ``3 + Σ 2 (2 sₖ + 3)`` over the page's ``<``, ``sₖ`` the start tags up to and with the
+    ``k``-th — the stack levels lexbor's walks may cost, token by token (see
+    :func:`~changewatch.fingerprint.guard.too_deep`)."""
 
     starts: int
     tags: int
     options: int
     roots: int
     unclosed: int
+    walks: int = 0
 
 
 def named_tags(data: bytes) -> NamedTags:
@@ -259,12 +263,14 @@ def named_tags(data: bytes) -> NamedTags:
     :class:`NamedTags` reports, names in any case.
 
     >>> named_tags(b"<select><OPTION>a<option selected>b</select><b><b></b><body x>")
-    NamedTags(starts=6, tags=8, options=2, roots=1, unclosed=1)
+    NamedTags(starts=6, tags=8, options=2, roots=1, unclosed=1, walks=167)
     """
     page = np.frombuffer(data, dtype=np.uint8)
     opens = np.flatnonzero(page == _LT)
     start, end_tags, _ = _tag_starts(page, opens)
-    return _named(page, opens[start], end_tags)
+    named = _named(page, opens[start], end_tags)
+    walks = 3 + 4 * int(np.cumsum(start, dtype=np.int64).sum()) + 6 * len(opens)
+    return replace(named, walks=walks)
 
 
 def names_of(data: bytes, found: TagScan) -> NamedTags:

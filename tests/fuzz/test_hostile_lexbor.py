@@ -11,7 +11,7 @@ import pytest
 
 from changewatch import PageTooComplexError, fingerprint
 from changewatch.fingerprint import normalise
-from changewatch.fingerprint.guard import MAX_OPTIONS, MAX_ROOT_TAGS, too_deep
+from changewatch.fingerprint.guard import MAX_NESTING, MAX_OPTIONS, MAX_ROOT_TAGS, too_deep
 from changewatch.fingerprint.nesting import Model
 from changewatch.fingerprint.tagscan import named_tags
 
@@ -82,3 +82,16 @@ def test_the_model_counts_rebuilds() -> None:
     assert hostile.too_costly
     assert not balanced.too_costly
     assert not identical.too_costly
+
+
+def test_the_walks_bound_clears_spread_pages_and_stops_deep_ones() -> None:
+    """Token by token, a page of spread start tags walks about half the stack its product
+    bound allows: 7,200 ``<`` of real-looking blocks pass without the model (the product
+    bound sent them to it), while the deepest page under the bound, 5,792 nested divs, parses
+    (its stack walks are those a page of 4,096 ``<`` may cost), and one more level does not."""
+    spread = "<div><p>a <b>b</b></p><span>c</span></div>" * 900  # 7,200 "<", 3,600 starts
+    bound = (2 * MAX_NESTING + 1) * (2 * MAX_NESTING + 3)  # a page of MAX_NESTING "<"
+    assert named_tags(spread.encode()).walks <= bound < (2 * 7200 + 1) * (2 * 3600 + 3)
+    assert not too_deep(spread, spread.count("<"))
+    assert not too_deep("<div>" * 5792, 5792)
+    assert too_deep("<div>" * 5793, 5793)
