@@ -74,7 +74,7 @@ def test_named_tags_counts_names_in_any_case_with_a_delimiter() -> None:
 def test_the_model_counts_rebuilds() -> None:
     """The model stops on the rebuilds of the hostile shape, not on balanced formatting."""
     hostile, balanced, identical = (
-        Model(1 << 30, max_attributes=256, rebuilt_per_tag=4, rebuilt_slack=1 << 20) for _ in "abc"
+        Model(1 << 30, max_attributes=256, rebuilt_per_tag=2, rebuilt_slack=1 << 16) for _ in "abc"
     )
     hostile.run(_rebuilt(1000))
     balanced.run("<p><b>x</b> <i>y</i></p>" * 3000)
