@@ -281,11 +281,12 @@ def _whole_paragraph(
     first = node.child
     if first is not None and first.next is None and first.tag_id == _TEXT_ID:
         return Segment(path, text, mark, len(text) if inside_link else 0)  # text alone
+    nested: set[int] = set()
     for element in node.traverse():
         if _KINDS.get(element.tag_id, 0) & _LINK:
             href = _href(element, hrefs)
-            if not inside_link and _navigates(href, headings):
-                link_chars += _text_length(element)
+            if not inside_link and _navigates(href, headings) and element.mem_id not in nested:
+                link_chars += _link_length(element, nested)
     return Segment(path, text, mark, len(text) if inside_link else link_chars)
 
 
@@ -297,10 +298,36 @@ def _whole_landmark(node: Any, path: str, hrefs: list[str], main_ids: set[int]) 
     if main_ids and node.css_first(MAIN_SELECTOR) is not None:
         return None
     links = 0
+    nested: set[int] = set()
     for link in node.css("a, area"):
-        if _navigates(_href(link, hrefs), 0):
-            links += _text_length(link)
+        if _navigates(_href(link, hrefs), 0) and link.mem_id not in nested:
+            links += _link_length(link, nested)
     return Segment(path, node.text(separator=" ", skip_empty=True), CHROME, links)
+
+
+def _link_length(link: Any, nested: set[int]) -> int:
+    """:func:`_text_length` of a link, the ``mem_id`` of the links inside it added to
+    ``nested``: their text is the link's already, and is not measured again.
+
+    HTML's parser closes an open ``a`` at the next, but not across a scope marker (``td``,
+    ``marquee``) nor in MathML: there ``<a>`` nests, and measuring each link's
+    whole text read its descendants' again (``<p><math>`` then 4,000 nested links of 1,250
+    words, 10 MB: 11.8 s, now 3.6 s, most of it the SimHash of its 5 million words). The walk
+    itself counts the text of nested links once, as this does.
+    """
+    first = link.child
+    if first is not None and (first.next is not None or first.tag_id != _TEXT_ID):
+        pending = [first]
+        while pending:
+            child = pending.pop()
+            if child is None:
+                continue
+            pending.append(child.next)
+            if child.tag_id != _TEXT_ID:
+                if _KINDS.get(child.tag_id, 0) & _LINK:
+                    nested.add(child.mem_id)
+                pending.append(child.child)
+    return _text_length(link)
 
 
 def _text_length(node: Any) -> int:
