@@ -38,6 +38,7 @@ __all__ = [
     "MAIN_SELECTOR",
     "NONE",
     "Segment",
+    "count_words",
     "is_collapsed_content",
     "page_level_only",
     "role_of",
@@ -137,22 +138,34 @@ class Segment:
     hidden: bool = False
 
 
-def is_collapsed_content(text: str, controlled: bool, role: str | None, tag: str) -> bool:
-    """Whether a hidden element's text is content a reader can open, not a hidden token.
+def is_collapsed_content(words: int, controlled: bool, role: str | None, tag: str) -> bool:
+    """Whether a hidden element is content a reader can open, not a hidden token, given
+    ``words``: how many words its text has (counted up to :data:`COLLAPSED_MIN_WORDS`, as
+    :func:`count_words` does: past that the count cannot change the answer).
 
     Structure first — ``role=tabpanel``, ``details``, an element some ``aria-controls`` names
     (an accordion's panel) — then size: :data:`COLLAPSED_MIN_WORDS` words or more.
 
-    >>> is_collapsed_content("a3f9c2e1d0", False, None, "div")
+    >>> is_collapsed_content(count_words("a3f9c2e1d0"), False, None, "div")
     False
-    >>> is_collapsed_content("Refunds", True, None, "div")
+    >>> is_collapsed_content(count_words("Refunds"), True, None, "div")
     True
-    >>> is_collapsed_content("We keep your data for thirty days after you go.", False, None, "p")
+    >>> text = "We keep your data for thirty days after you go."
+    >>> is_collapsed_content(count_words(text), False, None, "p")
     True
     """
     if controlled or tag == "details" or (role or "").strip().lower() == "tabpanel":
         return True
-    return len(text.split()) >= COLLAPSED_MIN_WORDS
+    return words >= COLLAPSED_MIN_WORDS
+
+
+def count_words(text: str) -> int:
+    """``min(len(text.split()), COLLAPSED_MIN_WORDS)``, without splitting all of a long text.
+
+    >>> count_words("  one two  "), count_words("word " * 10_000)
+    (2, 8)
+    """
+    return min(len(text.split(None, COLLAPSED_MIN_WORDS)), COLLAPSED_MIN_WORDS)
 
 
 def role_of(node: Any) -> str | None:
