@@ -151,3 +151,16 @@ def test_combining_marks_needing_reordering_grow_linearly() -> None:
         label="marks page",
         start=2000,
     )
+
+
+def test_ordered_mark_runs_in_nfkc_text_grow_linearly() -> None:
+    """NFKC text skips the joiners (its marks are in order: nothing to sort), even where
+    case folding puts a mark before the run ("İ" folds to "i" + U+0307)."""
+    _marks()
+    for base in ("a", "\u0130"):
+        assert_linear(
+            normalise_text,
+            lambda n, base=base: base + "\u0316" * n + "\u0301" * n,
+            label=f"ordered marks on {base!r}",
+            start=2000,
+        )
