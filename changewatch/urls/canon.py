@@ -415,6 +415,8 @@ def _oversized_host(host: str) -> str | None:
     >>> _oversized_host("\u4e00" * 127 + ".com").startswith("host label")
     True
     """
+    if len(host) <= _LABEL_MAX_WEIGHT:  # (the common case: no label or host can be over)
+        return None
     if "%" in host:
         host = unquote(host, errors="replace")
     total = 0
