@@ -17,15 +17,124 @@ _META_CHARSET_RE = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.IGNORECASE
 )
 _HEADER_CHARSET_RE = re.compile(r"""charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.IGNORECASE)
-# WHATWG Encoding Standard: these labels mean windows-1252.
-_LABEL_ALIASES = {
-    "iso-8859-1": "cp1252",
-    "latin1": "cp1252",
-    "latin-1": "cp1252",
-    "us-ascii": "cp1252",
-    "ascii": "cp1252",
-    "x-user-defined": "cp1252",
+# WHATWG Encoding Standard §4.2 "Names and labels" (encodings.json of whatwg/encoding): every
+# label a browser honours, by encoding, with the Python codec that decodes it. Any other label
+# (utf-7, unicode_escape, idna, punycode, rot13, base64, undefined…) is unknown to browsers and
+# treated as absent here: several of those codecs are no text encoding, and some cost
+# quadratic time (a 512 KB page labelled punycode took 16.5 s).
+_ENCODING_LABELS: dict[str, tuple[str, str]] = {
+    # encoding: (Python codec, its labels)
+    "utf-8": ("utf-8", "unicode-1-1-utf-8 utf-8 utf8"),
+    "ibm866": ("cp866", "866 cp866 csibm866 ibm866"),
+    "iso-8859-2": (
+        "iso8859-2",
+        "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 l2 latin2",
+    ),
+    "iso-8859-3": (
+        "iso8859-3",
+        "csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 iso_8859-3:1988 l3 latin3",
+    ),
+    "iso-8859-4": (
+        "iso8859-4",
+        "csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 iso_8859-4:1988 l4 latin4",
+    ),
+    "iso-8859-5": (
+        "iso8859-5",
+        "csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 iso_8859-5 "
+        "iso_8859-5:1988",
+    ),
+    "iso-8859-6": (
+        "iso8859-6",
+        "arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 iso-8859-6 "
+        "iso-8859-6-e iso-8859-6-i iso-ir-127 iso8859-6 iso88596 iso_8859-6 iso_8859-6:1987",
+    ),
+    "iso-8859-7": (
+        "iso8859-7",
+        "csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 iso8859-7 "
+        "iso88597 iso_8859-7 iso_8859-7:1987 sun_eu_greek",
+    ),
+    "iso-8859-8": (
+        "iso8859-8",
+        "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8 "
+        "iso88598 iso_8859-8 iso_8859-8:1988 visual",
+    ),
+    "iso-8859-8-i": ("iso8859-8", "csiso88598i iso-8859-8-i logical"),
+    "iso-8859-10": (
+        "iso8859-10",
+        "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6",
+    ),
+    "iso-8859-13": ("iso8859-13", "iso-8859-13 iso8859-13 iso885913"),
+    "iso-8859-14": ("iso8859-14", "iso-8859-14 iso8859-14 iso885914"),
+    "iso-8859-15": (
+        "iso8859-15",
+        "csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9",
+    ),
+    "iso-8859-16": ("iso8859-16", "iso-8859-16"),
+    "koi8-r": ("koi8-r", "cskoi8r koi koi8 koi8-r koi8_r"),
+    "koi8-u": ("koi8-u", "koi8-u"),
+    "macintosh": ("mac-roman", "csmacintosh mac macintosh x-mac-roman"),
+    "windows-874": ("cp874", "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874"),
+    "windows-1250": ("cp1250", "cp1250 windows-1250 x-cp1250"),
+    "windows-1251": ("cp1251", "cp1251 windows-1251 x-cp1251"),
+    "windows-1252": (
+        "cp1252",
+        "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 "
+        "iso88591 iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252",
+    ),
+    "windows-1253": ("cp1253", "cp1253 windows-1253 x-cp1253"),
+    "windows-1254": (
+        "cp1254",
+        "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 "
+        "iso_8859-9:1989 l5 latin5 windows-1254 x-cp1254",
+    ),
+    "windows-1255": ("cp1255", "cp1255 windows-1255 x-cp1255"),
+    "windows-1256": ("cp1256", "cp1256 windows-1256 x-cp1256"),
+    "windows-1257": ("cp1257", "cp1257 windows-1257 x-cp1257"),
+    "windows-1258": ("cp1258", "cp1258 windows-1258 x-cp1258"),
+    "x-mac-cyrillic": ("mac-cyrillic", "x-mac-cyrillic x-mac-ukrainian"),
+    "gbk": (
+        "gbk",
+        "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk",
+    ),
+    "gb18030": ("gb18030", "gb18030"),
+    "big5": ("big5", "big5 big5-hkscs cn-big5 csbig5 x-x-big5"),
+    "euc-jp": ("euc_jp", "cseucpkdfmtjapanese euc-jp x-euc-jp"),
+    "iso-2022-jp": ("iso2022_jp", "csiso2022jp iso-2022-jp"),
+    "shift_jis": (
+        "shift_jis",
+        "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis",
+    ),
+    "euc-kr": (
+        "euc_kr",
+        "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 "
+        "ksc_5601 windows-949",
+    ),
+    "utf-16be": ("utf-16-be", "utf-16be"),
+    "utf-16le": ("utf-16-le", "utf-16 utf-16le"),
+    # Browsers map bytes 0x80-0xFF to private-use code points; read as windows-1252 here as
+    # before (text, not private-use noise).
+    "x-user-defined": ("cp1252", "x-user-defined"),
+    # "replacement" (hz-gb-2312, iso-2022-kr, iso-2022-cn): a browser shows one U+FFFD for the
+    # whole page. Not listed, so such a label is absent and the page is read as UTF-8: its
+    # ASCII markup and links still count.
 }
+# Labels whose Python codec differs from their encoding's: what these labels were read with
+# before the table (Python knew them by name), kept so no page's text changes — GB2312 and
+# GBK agree on GB2312's bytes but for two punctuation marks, and Big5-HKSCS, CP932 and CP949
+# are supersets Python names apart.
+_LABEL_CODECS = {
+    **dict.fromkeys(("chinese", "csiso58gb231280", "gb2312", "iso-ir-58"), "gb2312"),
+    "big5-hkscs": "big5hkscs",
+    **dict.fromkeys(("ms932", "ms_kanji", "windows-31j"), "cp932"),
+    "windows-949": "cp949",
+}
+#: Label → Python codec name, for every label of the Encoding Standard but "replacement"'s,
+#: and "latin-1" (no WHATWG label, but read as windows-1252 before the table, a common slip).
+_CODECS = {
+    label: codecs.lookup(_LABEL_CODECS.get(label, codec)).name
+    for codec, labels in _ENCODING_LABELS.values()
+    for label in labels.split()
+} | {"latin-1": "cp1252"}
 
 
 def decode_html(html: str | bytes, content_type: str | None = None) -> str:
@@ -43,11 +152,7 @@ def decode_html(html: str | bytes, content_type: str | None = None) -> str:
     encoding, skip = _sniff_encoding(html, content_type)
     if skip:
         return html[skip:].decode(encoding or "utf-8", "replace")
-    try:
-        return html.decode(encoding or "utf-8", "replace")
-    except (LookupError, UnicodeError):
-        # A label naming a codec that is not a text encoding (base64, rot13, undefined, idna…).
-        return html.decode("utf-8", "replace")
+    return html.decode(encoding or "utf-8", "replace")
 
 
 def _sniff_encoding(html: bytes, content_type: str | None) -> tuple[str | None, int]:
@@ -99,14 +204,14 @@ def utf8_source(html: str | bytes, content_type: str | None) -> bytes | None:
 
 
 def _codec(label: str, *, meta: bool = False) -> str | None:
-    """Map a charset label to a Python codec name, or None when unknown."""
-    label = label.strip().lower()
-    label = _LABEL_ALIASES.get(label, label)
-    try:
-        name = codecs.lookup(label).name
-    except LookupError:
-        return None
-    if meta and name.startswith(("utf-16", "utf-32")):
+    """The Python codec of a WHATWG encoding label, or None for any other label (absent).
+
+    >>> _codec("Latin1"), _codec("punycode"), _codec("utf-7")
+    ('cp1252', None, None)
+    """
+    # WHATWG "get an encoding": strip ASCII whitespace, ASCII lowercase.
+    name = _CODECS.get(label.strip("\t\n\x0c\r ").lower())
+    if meta and name is not None and name.startswith("utf-16"):
         # WHATWG prescan: a <meta> readable as ASCII means the page is not UTF-16; use UTF-8.
         return "utf-8"
     return name

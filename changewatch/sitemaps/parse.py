@@ -300,20 +300,23 @@ class SitemapParser:
     # -- plain text ------------------------------------------------------------------------
 
     def _feed_text(self, data: bytes) -> None:
-        """sitemaps.org text format: one URL per line, UTF-8, nothing else."""
-        start = 0
-        while not self._broken:
-            end = data.find(b"\n", start)
-            piece = data[start:] if end < 0 else data[start:end]
-            if self._line_len + len(piece) > _MAX_LINE_BYTES:
+        """sitemaps.org text format: one URL per line, UTF-8, nothing else.
+
+        A line ends at CR LF, LF or a lone CR (classic Mac OS files). A CR LF split across two
+        chunks ends the line at the CR; the LF then ends an empty line, and empty lines are
+        ignored, so it is one line end either way.
+        """
+        for piece in data.splitlines(keepends=True):  # bytes: splits at \r\n, \n and \r only
+            if self._broken:
+                return
+            line = piece.rstrip(b"\r\n")
+            if self._line_len + len(line) > _MAX_LINE_BYTES:
                 self._line_overflow = True
             else:
-                self._line.append(piece)
-                self._line_len += len(piece)
-            if end < 0:
-                return
-            self._end_line()
-            start = end + 1
+                self._line.append(line)
+                self._line_len += len(line)
+            if len(line) < len(piece):
+                self._end_line()
 
     def _end_line(self) -> None:
         raw, overflow = b"".join(self._line), self._line_overflow

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from unicodedata import category
+from urllib.parse import unquote
 
 from ada_url._ada_wrapper import ffi as _ffi
 from ada_url._ada_wrapper import lib as _lib
@@ -174,6 +176,12 @@ def _canonicalise_parsed(url: str, policy: CanonPolicy) -> str:
     else:
         secure = _scheme_is_https(url, text)
     skip = 8 if secure else 7  # len("https://"), len("http://")
+    # A host too long to be valid is refused before the parser's IDNA work: for a plain URL
+    # here twice (its host alone, then the URL for the reason), each time without a parse.
+    if len(text) > _LABEL_MAX_WEIGHT:
+        reason = _oversized_host(_raw_host(text, skip - 2))
+        if reason is not None:
+            raise InvalidURLError(url, reason)
     href = _parse(url, text, skip - 2)
     # The href of a special URL is "scheme://[userinfo@]host[:port]/path[?query][#fragment]",
     # ASCII, with "/", "@" and ":" escaped in the userinfo, no "/" in the host, no raw "?" in
@@ -354,6 +362,80 @@ def _check_domain(url: str, host: str) -> str:
         if len(host) > 253:
             raise InvalidURLError(url, "host is over 253 characters")
     return host
+
+
+#: Bounds of :func:`_oversized_host`: twice the DNS limits (RFC 1034 §3.1: a label of at most
+#: 63 octets, a name of at most 253), a margin over the proof there that a host over the
+#: limits themselves cannot be valid.
+_LABEL_MAX_WEIGHT = 2 * 63
+_HOST_MAX_WEIGHT = 2 * 253
+#: Code points that may leave nothing of their own in the ASCII host: marks (they compose
+#: into the starter before them, UTS #46 ignores some: variation selectors, U+034F), format
+#: characters (U+00AD SOFT HYPHEN and U+200B are ignored), and what is disallowed anyway
+#: (controls, unassigned, private use, surrogates, spaces).
+_UNCOUNTED = frozenset(("Mn", "Mc", "Me", "Cf", "Cc", "Cn", "Co", "Cs", "Zs", "Zl", "Zp"))
+#: Hangul fillers (default ignorable) and the vowel and final jamo, which compose into the
+#: syllable before them (Unicode §3.12).
+_UNCOUNTED_LETTERS_RE = re.compile("[\u115f-\u11ff\u3164\uffa0\ud7b0-\ud7ff]")
+#: Code points UTS #46 maps to text holding a full stop (U+3002 and the fullwidth and
+#: halfwidth ones, ⒈ to "1.", ‥ to "..": NFKC and case folding of Unicode 14, every code
+#: point checked by tests/fuzz/test_hostile_idn_hosts.py): each ends a label.
+_LABEL_END_RE = re.compile(
+    "[.\u2024-\u2026\u2488-\u249b\u3002\u33c2\u33c7\u33d8\ufe19\ufe30\ufe52\uff0e\uff61\U0001f100]"
+)
+_AUTHORITY_RE = re.compile(r"[/\\]*([^/\\?#]*)")
+
+
+def _raw_host(text: str, start: int) -> str:
+    """The host of an http(s) URL's text as the WHATWG parser reads it, before any
+    decoding: after the scheme (``start``) and its slashes, userinfo and port dropped."""
+    match = _AUTHORITY_RE.match(text, start)
+    host = match[1].rpartition("@")[2] if match else ""
+    return "" if host[:1] == "[" else host.partition(":")[0]  # (IPv6: the parser checks it)
+
+
+def _oversized_host(host: str) -> str | None:
+    """Why ``host`` (raw text) cannot be a valid host after IDNA, or ``None`` when it may be:
+    a cheap bound checked before the parser, whose IDNA work is superlinear (a label of
+    5,000 CJK code points took 41 ms, and was then refused as over 63 octets).
+
+    Each *counted* code point (not in :data:`_UNCOUNTED`, nor a Hangul filler or jamo
+    vowel or final) leaves at least one octet in the ASCII host: UTS #46 maps it to one code
+    point or more (NFKC and case folding never map a character to nothing; only ignored
+    ones, all marks or format characters, go), canonical composition joins it only with
+    marks and jamo after it (every two-character canonical decomposition of Unicode 14
+    ends in a mark; Hangul composes L+V and LV+T), and Punycode (RFC 3492) writes each
+    non-ASCII code point as at least one digit. Labels are split at each code point that
+    maps to a full stop (:data:`_LABEL_END_RE`), so a label's count is at most the octets
+    of the label it lands in. Percent-escapes are decoded first, as the parser does.
+    :data:`_LABEL_MAX_WEIGHT` and :data:`_HOST_MAX_WEIGHT` are twice the DNS limits.
+
+    >>> _oversized_host("\u00ad" * 5000 + "a.com") is None  # soft hyphens are ignored
+    True
+    >>> _oversized_host("\u4e00" * 127 + ".com").startswith("host label")
+    True
+    """
+    if len(host) <= _LABEL_MAX_WEIGHT:  # (the common case: no label or host can be over)
+        return None
+    if "%" in host:
+        host = unquote(host, errors="replace")
+    total = 0
+    for label in _LABEL_END_RE.split(host):
+        if label.isascii():
+            weight = len(label)
+        else:
+            weight = 0
+            for char in _UNCOUNTED_LETTERS_RE.sub("", label):
+                if char < "\x80" or category(char) not in _UNCOUNTED:
+                    weight += 1
+                    if weight > _LABEL_MAX_WEIGHT:
+                        break  # (the rest of a long label is not read)
+        if weight > _LABEL_MAX_WEIGHT:
+            return f"host label {label[:20]!r}… is over 63 characters"
+        total += weight
+    if total > _HOST_MAX_WEIGHT:
+        return "host is over 253 characters"
+    return None
 
 
 def _remove_dot_segments(path: str) -> str:
