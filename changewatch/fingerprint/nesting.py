@@ -16,6 +16,21 @@ from changewatch.errors import PageTooComplexError
 from changewatch.fingerprint.attributes import ATTRIBUTE as _ATTRIBUTE
 from changewatch.fingerprint.attributes import WS as _WS
 from changewatch.fingerprint.attributes import attribute_names, attributes_of
+from changewatch.fingerprint.elements import (
+    BREAKOUT,
+    CLOSES_P,
+    FORMATTING,
+    HEADINGS,
+    INTEGRATION,
+    SCOPE,
+    SCOPED_END,
+    SPECIAL,
+    TABLE_CONTEXT,
+    TABLE_END,
+    TABLE_SCOPE,
+    TABLE_SECTIONS,
+    VOID,
+)
 from changewatch.fingerprint.rawtext import RAW_TEXT, raw_text_end, script_end
 
 __all__ = [
@@ -31,10 +46,6 @@ __all__ = [
 MAX_NESTING = 4096
 
 
-def _names(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
 _TOKEN = (
     r"<!--(?:>|->|.*?--!?>|.*)"  # a comment (§13.2.5.43-52), or to the end of the page
     r"|<!\[CDATA\["  # CDATA: a section in SVG/MathML, a bogus comment in HTML
@@ -44,63 +55,6 @@ _TOKEN = (
 )
 _TOKEN_STR = re.compile(_TOKEN, re.DOTALL)
 _TOKEN_BYTES = re.compile(_TOKEN.encode(), re.DOTALL)
-
-
-_VOID = _names(
-    "area base basefont bgsound br col embed frame hr image img input keygen link meta "
-    "param source track wbr"
-)
-#: The formatting elements (§13.2.4.3): reconstructed and cloned by the parser, so counted
-#: per name and never closed implicitly.
-_FORMATTING = _names("a b big code em font i nobr s small strike strong tt u")
-#: The "special" category (§13.2.4.2): an end tag for another name stops at these.
-_SPECIAL = _names(
-    "address applet area article aside base basefont bgsound blockquote body br button "
-    "caption center col colgroup dd details dir div dl dt embed fieldset figcaption "
-    "figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html "
-    "iframe img input keygen li link listing main marquee menu meta nav noembed noframes "
-    "noscript object ol p param plaintext pre script search section select source style "
-    "summary table tbody td template textarea tfoot th thead title tr track ul wbr xmp mi "
-    "mo mn ms mtext annotation-xml foreignobject desc"
-)
-#: "has an element in scope" (§13.2.4.2) stops at these; button, list item and table
-#: scope add or replace some.
-_SCOPE = _names(
-    "applet caption html table td th marquee object template mi mo mn ms mtext "
-    "annotation-xml foreignobject desc title"
-)
-_BUTTON_SCOPE = _SCOPE | {"button"}
-_LIST_SCOPE = _SCOPE | {"ol", "ul"}
-_TABLE_SCOPE = frozenset({"html", "table", "template"})
-_TABLE_END = frozenset(["table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption"])
-#: Start tags that close an open p (§13.2.6.4.7); table only in no-quirks mode, so not here.
-_CLOSES_P = _names(
-    "address article aside blockquote center details dialog dir div dl fieldset "
-    "figcaption figure footer header hgroup main menu nav ol p search section summary ul "
-    "h1 h2 h3 h4 h5 h6 pre listing form xmp li dd dt plaintext"
-)
-_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
-#: HTML integration points and MathML text integration points: their content is HTML.
-_INTEGRATION = frozenset(
-    [("svg", "foreignobject"), ("svg", "desc"), ("svg", "title")]
-    + [("math", name) for name in ("mi", "mo", "mn", "ms", "mtext")]
-)
-_TABLE_SECTIONS = frozenset({"tbody", "thead", "tfoot"})
-_TABLE_CONTEXT = frozenset({"table", "tbody", "thead", "tfoot", "tr"})
-#: End tags "in body" closes when the element is in scope (§13.2.6.4.7); other special
-#: end tags are "any other end tag".
-_SCOPED_END = _names(
-    "address article aside blockquote button center details dialog dir div dl fieldset "
-    "figcaption figure footer header hgroup listing main menu nav ol pre search section "
-    "summary ul dd dt h1 h2 h3 h4 h5 h6 applet marquee object template"
-)
-#: Start tags that end SVG/MathML content (§13.2.6.5), and font with a color, face or size
-#: attribute (see :func:`_font_in_foreign`).
-_BREAKOUT = _names(
-    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 "
-    "head hr i img li listing menu meta nobr ol p pre ruby s small span strong strike sub "
-    "sup table tt u ul var font"
-)
 
 
 def nesting_depth(source: str | bytes, limit: int = MAX_NESTING) -> int:
@@ -354,15 +308,15 @@ class Model:
     def start(self, name: str, self_closing: bool, text: str | bytes, pos: int) -> int:
         """Apply a start tag; the position to scan on from (-1: the rest is text)."""
         if self.foreign and self.foreign[-1]:
-            if name not in _BREAKOUT:
+            if name not in BREAKOUT:
                 if not self_closing:
                     space = self.foreign[-1]  # children take their parent's namespace
-                    self.push(name, "" if (space, name) in _INTEGRATION else space)
+                    self.push(name, "" if (space, name) in INTEGRATION else space)
                 return pos
             self.leave_foreign()
-        if name in _VOID or name in ("html", "head", "body"):
+        if name in VOID or name in ("html", "head", "body"):
             return pos
-        if name in _FORMATTING:
+        if name in FORMATTING:
             self.formatting.setdefault(name, []).append(len(self.stack))
             self.formatting_at[len(self.stack)] = self.formatting_at.get(len(self.stack), 0) + 1
             self.formatting_open += 1
@@ -461,15 +415,15 @@ class Model:
                 if name != "tr":
                     self.push("tr", "")
             return
-        if name in _TABLE_END and name != "table" and name != "caption":
+        if name in TABLE_END and name != "table" and name != "caption":
             self.close_table_parts(name)
             return
-        if name == "table" and self.stack[-1] in _TABLE_CONTEXT:
+        if name == "table" and self.stack[-1] in TABLE_CONTEXT:
             table = self.in_scope("table", " table-scope")  # a table in a table's own
             if table >= 0:  # content (not in a cell) closes it first (§13.2.6.4.9)
                 self.pop_to(table)
             return
-        if name in _CLOSES_P:
+        if name in CLOSES_P:
             found = self.in_scope("p", " scope", "button")
             if found >= 0:
                 self.pop_to(found)
@@ -482,7 +436,7 @@ class Model:
             self.close_list_item(max(self.last("dd"), self.last("dt")))
         elif self.formatting_at.get(len(self.stack)):
             return  # the current node may be a formatting element
-        elif (name in _HEADINGS and top in _HEADINGS) or (
+        elif (name in HEADINGS and top in HEADINGS) or (
             (name == "option" or name == "optgroup") and top == "option"
         ):
             self.pop_to(len(self.stack) - 1)
@@ -520,7 +474,7 @@ class Model:
 
     def end(self, name: str) -> None:
         """Apply an end tag: pop only what the parser surely pops (§13.2.6.4.7)."""
-        if name in _FORMATTING:
+        if name in FORMATTING:
             # The adoption agency (§13.2.6.4.7): with a special element opened since, it
             # moves elements and keeps the stack's size; else it pops to the element.
             opened = self.formatting.get(name)
@@ -559,19 +513,19 @@ class Model:
     def html_end(self, name: str) -> int:
         """The element an HTML end tag ``name`` closes ("in body" and the table modes'
         scope rules), or -1."""
-        if name not in _SPECIAL:
+        if name not in SPECIAL:
             index = self.in_scope(name, " special")
         elif name == "p":
             index = self.in_scope("p", " scope", "button")
         elif name == "li":
             index = self.in_scope("li", " scope", "ol", "ul")
-        elif name in _TABLE_END:
+        elif name in TABLE_END:
             index = self.in_scope(name, " table-scope")
         elif name == "select":
             index = self.in_scope("select", " not-option")
         elif name == "form":  # the parser takes the form out, leaving what is above it
             index = len(self.stack) - 1 if self.stack[-1] == "form" else -1
-        elif name in _SCOPED_END:
+        elif name in SCOPED_END:
             index = self.in_scope(name, " scope")
         else:  # any other end tag: reached before a special element, or ignored
             index = self.in_scope(name, " special")
@@ -601,15 +555,15 @@ def _keys(name: str) -> tuple[str, ...]:
     """The keys :class:`_Model` indexes an open element ``name`` under: its name and the
     kinds the scope rules ask about (each starting with a space, never a tag name)."""
     keys = [name]
-    if name in _SCOPE:
+    if name in SCOPE:
         keys.append(" scope")
-    if name in _SPECIAL:
+    if name in SPECIAL:
         keys.append(" special")
         if name not in ("address", "div", "p"):
             keys.append(" special-li")
-    if name in _TABLE_SCOPE:
+    if name in TABLE_SCOPE:
         keys.append(" table-scope")
-    if name in _TABLE_SECTIONS:
+    if name in TABLE_SECTIONS:
         keys.append(" section")
     if name not in ("option", "optgroup"):
         keys.append(" not-option")
