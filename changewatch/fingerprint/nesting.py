@@ -127,7 +127,6 @@ class Model:
         #: Ark"; the same attributes written otherwise count apart: more, never fewer).
         self.rebuildable = 0
         self.identical: dict[tuple[str, str | bytes], int] = {}
-        self.formatting_keys: dict[str, list[tuple[str, str | bytes]]] = {}
         self.attributes_now: str | bytes = ""
         #: The pass stops (``too_costly``) past this many runs of the adoption agency that
         #: move elements (an end tag of a formatting element with a special element opened
@@ -149,8 +148,9 @@ class Model:
         #: "math"), else "".
         self.foreign: list[str] = []
         self.where: dict[str, list[int]] = {}
-        #: Per formatting element name: the stack's length when each open one was opened.
-        self.formatting: dict[str, list[int]] = {}
+        #: Per formatting element name: the stack's length when each open one was opened, and
+        #: its attribute text.
+        self.formatting: dict[str, list[tuple[int, str | bytes]]] = {}
         self.formatting_open = 0
         #: Start tags inside SVG/MathML CDATA sections (see :meth:`other`).
         self.unsure = 0
@@ -317,14 +317,13 @@ class Model:
         if name in VOID or name in ("html", "head", "body"):
             return pos
         if name in FORMATTING:
-            self.formatting.setdefault(name, []).append(len(self.stack))
+            self.formatting.setdefault(name, []).append((len(self.stack), self.attributes_now))
             self.formatting_at[len(self.stack)] = self.formatting_at.get(len(self.stack), 0) + 1
             self.formatting_open += 1
             key = (name, self.attributes_now)
             same = self.identical.get(key, 0) + 1
             self.identical[key] = same
             self.rebuildable += same <= 3
-            self.formatting_keys.setdefault(name, []).append(key)
             return pos
         self.close_implied(name)
         if name == "svg" or name == "math":
@@ -478,12 +477,12 @@ class Model:
             # The adoption agency (§13.2.6.4.7): with a special element opened since, it
             # moves elements and keeps the stack's size; else it pops to the element.
             opened = self.formatting.get(name)
-            if opened and self.last(" special") < opened[-1]:
-                at = opened.pop()
+            if opened and self.last(" special") < opened[-1][0]:
+                at, attributes = opened.pop()
                 self.pop_to(at)
                 self.formatting_at[at] -= 1
                 self.formatting_open -= 1
-                key = self.formatting_keys[name].pop()
+                key = (name, attributes)
                 same = self.identical[key]
                 self.identical[key] = same - 1
                 self.rebuildable -= same <= 3

@@ -23,7 +23,7 @@ from changewatch.fingerprint.guard import (
     too_deep,
 )
 from changewatch.fingerprint.nesting import Model, attribute_names, attributes_of, nesting_depth
-from changewatch.fingerprint.tagscan import formatting_ends, long_tag_at, scan, tag_counts
+from changewatch.fingerprint.tagscan import formatting_ends, long_tag_at, named_tags, scan
 from changewatch.fingerprint.text import _fold, _normalise_collapsed
 
 from .strategies import FUZZ, html_documents
@@ -285,4 +285,5 @@ def test_the_scan_bounds_every_tag_the_grammar_reads(page: bytes, widest: int) -
             assert long_tag_at(page, found.wide, widest, 1 << 30)
     assert formatting_ends(page, found) == len(_FORMATTING_END.findall(page))
     opened = re.findall(rb"<(/?)[A-Za-z]", page)
-    assert tag_counts(page) == (opened.count(b""), len(opened))
+    named = named_tags(page)
+    assert (named.starts, named.tags) == (opened.count(b""), len(opened))

@@ -17,7 +17,7 @@ from changewatch.fingerprint.guard import (
     too_deep,
 )
 from changewatch.fingerprint.nesting import Model, attribute_names, attributes_of
-from changewatch.fingerprint.tagscan import formatting_ends, long_tag_at, scan, tag_counts
+from changewatch.fingerprint.tagscan import formatting_ends, long_tag_at, named_tags, scan
 
 
 def _names(count: int, prefix: str = "a") -> str:
@@ -104,7 +104,8 @@ def test_the_bounds_hold_what_the_tokenizer_reads(page: bytes) -> None:
 def test_counts_match_the_patterns_they_replace() -> None:
     """Tag starts, end tags and formatting end tags (any case, followed by a delimiter)."""
     page = b"<p>a</P><b>x</B ><big>y</big/></bigger></i\t></s></strong></a-></tt>< p></ b>"
-    assert tag_counts(page) == (3, 12)
+    found = named_tags(page)
+    assert (found.starts, found.tags) == (3, 12)
     assert formatting_ends(page, scan(page, 16, 1 << 20)) == 6
 
 
